@@ -1,0 +1,47 @@
+"""The ``toolkit`` command line: one subcommand per capability, each registered by the
+module that holds it (``demo``, ``sim``, ``load``, ``record``, ``report``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# (subcommand, module that defines ``register(subparsers)``)
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("demo", "toolkit._cli_demo"),
+    ("sim", "toolkit.sim._cli"),
+    ("load", "toolkit._cli_load"),
+    ("record", "toolkit._cli_record"),
+    ("report", "toolkit._cli_report"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolkit",
+        description="Notebook toolkit for the trading service: simulator, loaders, "
+        "recorder, execution-quality report.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name in COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    result: int | None = args.func(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Settings of the simulator: the decisions PRODUCT.md takes where the spec is silent,
+and the fault knobs that tests flip at run time through ``/_sim/knobs``."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EventMode = Literal["all", "outcome_only"]
+StatusCase = Literal["mixed", "upper", "lower"]
+
+
+@dataclass
+class Knobs:
+    """Every knob has the product's default; all are settable on ``Simulator(**knobs)``,
+    on ``toolkit sim --knob name=value`` and at run time with ``PATCH /_sim/knobs``."""
+
+    seed: int = 7
+    #: orders in the seeded history of account A1 (A2 gets a tenth)
+    history_orders: int = 2000
+    #: added to every REST response, in milliseconds
+    latency_ms: float = 0.0
+    #: share of listing calls answered 503
+    listing_503_rate: float = 0.0
+    #: eventual consistency: the listing shows the store as it was this many seconds ago
+    listing_lag_s: float = 0.0
+    #: the limit-order routes (list, create, cancel, batch cancel); False -> 404 on every call
+    limit_routes_active: bool = True
+    #: tokens rebuilt on every page: the listing silently restarts at page one
+    rebuild_pagination_tokens: bool = False
+    #: requests per second per API key; None = no limit; beyond -> 429 + Retry-After
+    rate_limit_per_s: float | None = None
+    #: lifetime of an operational token
+    token_ttl_s: float = 3600.0
+    #: WebSocket connection limits (spec 8): max duration and idle limit
+    ws_max_duration_s: float = 7200.0
+    ws_idle_limit_s: float = 600.0
+    #: which limit-order events watchOrders publishes (spec 6 contradiction)
+    limit_events: EventMode = "all"
+    #: case of statuses in notifications: limit statuses uppercase, market lowercase
+    status_case: StatusCase = "mixed"
+    #: the live engine: price ticks and random market/limit activity
+    engine: bool = True
+    tick_interval_s: float = 0.5
+    #: mean seconds between random market orders of the engine; 0 = none
+    order_interval_s: float = 3.0
+    #: delay of the asynchronous CANCELLING -> CANCELLED completion
+    cancel_completion_s: float = 0.2
+    #: page size rules of the listing (PRODUCT.md)
+    page_default: int = 50
+    page_max: int = 100
+    #: name in `exchange` for service-managed orders
+    service_name: str = "toolkit-sim"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def update(self, **changes: Any) -> None:
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ValueError(f"unknown simulator knob(s): {', '.join(unknown)}")
+        for name, value in changes.items():
+            setattr(self, name, value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
