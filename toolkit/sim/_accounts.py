@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: permission each channel needs (spec 4.1); "*" grants all
 CHANNEL_PERMISSION = {
@@ -19,7 +19,7 @@ CHANNEL_PERMISSION = {
 @dataclass(frozen=True)
 class ApiKey:
     key: str
-    secret: str
+    secret: str = field(repr=False)
     permissions: frozenset[str]
     account: str
 
@@ -47,7 +47,7 @@ class Principal:
     """Who a token or request belongs to."""
 
     api_key: ApiKey
-    token: str
+    token: str = field(repr=False)
     expires_at_ms: int
 
     @property

@@ -47,6 +47,11 @@ class Knobs:
     order_interval_s: float = 3.0
     #: delay of the asynchronous CANCELLING -> CANCELLED completion
     cancel_completion_s: float = 0.2
+    #: beat of the execution cycle TRIGGERED -> PROCESSING -> EXECUTED -> closed
+    execution_step_s: float = 0.05
+    #: share of engine-triggered limit orders whose execution fails recoverably and re-arms
+    #: to OPEN (spec 3.2); triggers from ``/_sim/prices`` always execute, for determinism
+    rearm_rate: float = 0.05
     #: page size rules of the listing (PRODUCT.md)
     page_default: int = 50
     page_max: int = 100

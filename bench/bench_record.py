@@ -1,0 +1,362 @@
+"""Benchmark of the recorder: its message rate against a bare ``websockets`` receive loop on
+the same stream (target >= 80 %), and its resident memory over millions of messages (flat).
+
+The stream comes from a tiny WebSocket server of this bench in its own process, which
+answers subscribes like the simulator and then writes pre-built frames of simulator-shaped
+messages as fast as the receiver takes them, so the receiver is always the bottleneck.
+The REST sign-in the client needs is served by an embedded ``toolkit.sim.Simulator``.
+
+    python bench/bench_record.py [--messages 2000000] [--order-share 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+# ------------------------------------------------------------------- the stream source
+
+
+def _frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x80 | opcode, n)
+    elif n < 65536:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
+    return head + payload
+
+
+def _messages(count: int, order_share: float, seed: int = 1) -> list[bytes]:
+    """Distinct messages shaped like the simulator's watchticker / watchorders data."""
+    rng = random.Random(seed)
+    out = []
+    price = 350_000.0
+    for i in range(count):
+        price *= 1 + rng.uniform(-0.0005, 0.0005)
+        if rng.random() < order_share:
+            status = rng.choice(["pending", "executed", "closed"])
+            message: dict[str, Any] = {
+                "id": f"m-{i:06d}-{rng.getrandbits(16):04x}",
+                "exchange": "toolkit-sim",
+                "executedExchange": rng.choice(["venue-a", "venue-b", "venue-c"]),
+                "symbol": "BTC/BRL",
+                "side": rng.choice(["buy", "sell"]),
+                "type": "market",
+                "status": status,
+                "errorMessage": "",
+                "amount": f"{rng.uniform(0.001, 0.1):.8f}",
+                "quoteAmount": f"{price * 0.01:.2f}",
+                "quoteAmountOriginal": f"{price * 0.01:.2f}",
+                "remainingQuoteAmount": "0.00",
+                "average": f"{price:.2f}",
+                "createdAt": 1_795_305_600_000 + i,
+                "updatedAt": 1_795_305_600_000 + i + 5,
+                "channel": "api",
+                "rule": "best_price",
+                "operationalFees": "0.10",
+                "evaluatedTickers": [
+                    {"exchange": v, "price": f"{price + d:.2f}", "quotedAt": 1_795_305_600_000 + i}
+                    for v, d in (("venue-a", 0), ("venue-b", 12.5), ("venue-c", -7.25))
+                ],
+            }
+            data = {"channel": "watchorders", "message": message}
+        else:
+            spread = price * 0.0002
+            data = {
+                "channel": "watchticker",
+                "message": {
+                    "symbol": "BTC/BRL",
+                    "bid": f"{price - spread:.2f}",
+                    "ask": f"{price + spread:.2f}",
+                    "last": f"{price:.2f}",
+                    "timestamp": 1_795_305_600_000 + i,
+                },
+            }
+        out.append(json.dumps(data, separators=(",", ":")).encode())
+    return out
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    b0, b1 = await reader.readexactly(2)
+    n = b1 & 0x7F
+    if n == 126:
+        (n,) = struct.unpack("!H", await reader.readexactly(2))
+    elif n == 127:
+        (n,) = struct.unpack("!Q", await reader.readexactly(8))
+    mask = await reader.readexactly(4) if b1 & 0x80 else b"\0\0\0\0"
+    data = bytearray(await reader.readexactly(n))
+    for i in range(n):
+        data[i] ^= mask[i % 4]
+    return b0 & 0x0F, bytes(data)
+
+
+async def _serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, chunk: bytes, per_chunk: int
+) -> None:
+    request = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    path = request.split(" ", 2)[1]
+    total = int(path.split("/")[1].removeprefix("n"))
+    key = next(
+        line.split(":", 1)[1].strip()
+        for line in request.split("\r\n")
+        if line.lower().startswith("sec-websocket-key:")
+    )
+    accept = base64.b64encode(hashlib.sha1(key.encode() + _GUID).digest()).decode()
+    writer.write(
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
+        ).encode()
+    )
+    subscribed = asyncio.Event()
+
+    async def blast() -> None:
+        await subscribed.wait()
+        sent = 0
+        while sent + per_chunk <= total:
+            writer.write(chunk)
+            await writer.drain()
+            sent += per_chunk
+        if sent < total:
+            # the remainder: whole frames from the start of the chunk
+            offset, left = 0, total - sent
+            while left:
+                n = chunk[offset + 1] & 0x7F
+                head = 2 + (2 if n == 126 else 8 if n == 127 else 0)
+                if n == 126:
+                    (n,) = struct.unpack_from("!H", chunk, offset + 2)
+                elif n == 127:
+                    (n,) = struct.unpack_from("!Q", chunk, offset + 2)
+                offset += head + n
+                left -= 1
+            writer.write(chunk[:offset])
+            await writer.drain()
+
+    blaster = asyncio.ensure_future(blast())
+    try:
+        while True:
+            opcode, payload = await _read_frame(reader)
+            if opcode == 0x8:  # close
+                writer.write(_frame(payload[:2], 0x8))
+                break
+            if opcode == 0x9:  # ping -> pong
+                writer.write(_frame(payload, 0xA))
+                continue
+            if opcode != 0x1:
+                continue
+            msg = json.loads(payload)
+            if msg.get("action") == "ping":
+                reply = {"success": True, "message": "pong", "subscriptions": []}
+            else:
+                channel = str(msg.get("channel", "")).lower()
+                symbol = (msg.get("data") or {}).get("symbol")
+                key = f"{channel}#{symbol.replace('/', '').lower()}" if symbol else channel
+                verb = "subscribed to" if msg.get("action") == "subscribe" else "unsubscribed from"
+                reply = {"success": True, "message": f"Successfully {verb} channel: {key}"}
+            writer.write(_frame(json.dumps(reply).encode()))
+            subscribed.set()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        blaster.cancel()
+        writer.close()
+
+
+def _server_main(conn: Connection, order_share: float) -> None:
+    messages = _messages(2_000, order_share)
+    chunk = b"".join(_frame(m) for m in messages)
+
+    async def main() -> None:
+        server = await asyncio.start_server(
+            lambda r, w: _serve_connection(r, w, chunk, len(messages)), "127.0.0.1", 0
+        )
+        conn.send(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# -------------------------------------------------------------------------- receivers
+
+
+def _rss() -> int:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except ImportError:  # pragma: no cover
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def bare_loop(url: str, n: int) -> float:
+    """Seconds for a bare ``websockets`` loop to receive n data messages."""
+    from websockets.asyncio.client import connect
+
+    start = time.perf_counter()
+    async with connect(f"{url}/?token=x", max_queue=64, proxy=None) as ws:
+        await ws.send(json.dumps({"action": "subscribe", "channel": "watchTicker",
+                                  "data": {"symbol": "BTC/BRL"}}))
+        await ws.recv()  # the confirmation
+        got = 0
+        async for _ in ws:
+            got += 1
+            if got == n:
+                break
+    return time.perf_counter() - start
+
+
+async def _poll(cond: Callable[[], bool], sample: Callable[[], None]) -> None:
+    while not cond():
+        sample()
+        await asyncio.sleep(0.05)
+
+
+async def stream_only(client: Any, n: int) -> float:
+    """Seconds for the toolkit's StreamSession (typed events, no recording) to deliver n."""
+    count = 0
+
+    def on_event(event: Any) -> None:
+        nonlocal count
+        if event.channel != "_session":
+            count += 1
+
+    start = time.perf_counter()
+    session = client.stream(reconnect=False, queue_size=1, ping_interval=None)
+    session.add_callback(on_event)
+    async with session:
+        await session.subscribe("watchTicker", symbol="BTC/BRL")
+        await _poll(lambda: count >= n, lambda: None)
+    return time.perf_counter() - start
+
+
+async def recorder_run(
+    client: Any, root: Path, n: int, samples: list[tuple[int, int]]
+) -> tuple[float, float, Any]:
+    """(seconds to record n messages, seconds to stop, stats)."""
+    from toolkit._recorder import Recorder
+
+    rec = Recorder(
+        client,
+        root,
+        channels=["watchTicker:BTC/BRL"],
+        flush_interval=1.0,
+        stream_options={"reconnect": False, "ping_interval": None},
+    )
+    start = time.perf_counter()
+    rec.start()
+    last = [0.0]
+
+    def sample() -> None:
+        now = time.perf_counter()
+        if now - last[0] >= 0.5:
+            samples.append((rec.stats.messages, _rss()))
+            last[0] = now
+
+    await _poll(lambda: rec.stats.messages >= n, sample)
+    elapsed = time.perf_counter() - start
+    samples.append((rec.stats.messages, _rss()))
+    t = time.perf_counter()
+    stats = await rec.stop()
+    return elapsed, time.perf_counter() - t, stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=2_000_000)
+    parser.add_argument("--baseline-messages", type=int, default=None,
+                        help="messages for the rate comparison (default: min(--messages, 300k))")
+    parser.add_argument("--order-share", type=float, default=0.1,
+                        help="share of watchorders messages in the stream (rest: tickers)")
+    parser.add_argument("--keep", type=Path, help="keep the recording in this directory")
+    args = parser.parse_args(argv)
+    n_rate = args.baseline_messages or min(args.messages, 300_000)
+
+    from toolkit._client import Client
+    from toolkit._recording import read_recording_table
+    from toolkit.sim import Simulator
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    server = ctx.Process(target=_server_main, args=(child, args.order_share), daemon=True)
+    server.start()
+    port = parent.recv()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-record-"))
+    try:
+        with Simulator(seed=1, engine=False, history_orders=10) as sim:
+            def client(n: int) -> Any:
+                return Client(sim.base_url, ws_url=f"ws://127.0.0.1:{port}/n{n}",
+                              api_key="demo", api_secret="demo-secret")
+
+            rows: list[tuple[str, int, float]] = []
+            bare = asyncio.run(bare_loop(f"ws://127.0.0.1:{port}/n{n_rate}", n_rate))
+            rows.append(("bare websockets loop", n_rate, bare))
+            c = client(n_rate)
+            rows.append(("StreamSession (typed events)", n_rate, asyncio.run(stream_only(c, n_rate))))
+            c.close()
+            c = client(n_rate)
+            short = root / "rate"
+            rec_s, _, _ = asyncio.run(recorder_run(c, short, n_rate, []))
+            c.close()
+            rows.append(("Recorder (WAL + Parquet)", n_rate, rec_s))
+            shutil.rmtree(short, ignore_errors=True)
+
+            samples: list[tuple[int, int]] = []
+            c = client(args.messages)
+            long_s, stop_s, stats = asyncio.run(recorder_run(c, root / "long", args.messages, samples))
+            c.close()
+            table = read_recording_table(root / "long", "watchticker", columns=["seq"])
+            orders = read_recording_table(root / "long", "watchorders", columns=["seq"])
+            recorded = table.num_rows + orders.num_rows
+    finally:
+        server.terminate()
+        server.join(5)
+
+    print(f"\nRecorder rate vs a bare websockets receive loop ({n_rate:,} messages, "
+          f"{args.order_share:.0%} orders)")
+    print(f"{'receiver':32} {'messages':>10} {'seconds':>8} {'msg/s':>10} {'vs bare':>8}")
+    for name, n, secs in rows:
+        print(f"{name:32} {n:>10,} {secs:>8.2f} {n / secs:>10,.0f} {bare / secs:>8.0%}")
+    ratio = bare / rec_s
+    print(f"target >= 80 %: {'met' if ratio >= 0.8 else 'NOT met'} ({ratio:.0%})")
+
+    print(f"\nRecorder over {args.messages:,} messages: {long_s:.1f} s "
+          f"({args.messages / long_s:,.0f} msg/s), stop (last flush + Parquet) {stop_s:.2f} s")
+    print(f"rows in Parquet: {recorded:,} (dropped {stats.dropped}), files {stats.files}, "
+          f"size on disk {sum(p.stat().st_size for p in (root / 'long').rglob('*.parquet')) / 2**20:,.1f} MiB")
+    print(f"{'messages so far':>16} {'RSS MiB':>8}")
+    step = max(1, len(samples) // 12)
+    for msgs, rss in samples[::step] + ([samples[-1]] if len(samples) % step != 1 else []):
+        print(f"{msgs:>16,} {rss / 2**20:>8.1f}")
+    warm = [rss for msgs, rss in samples if msgs >= args.messages * 0.2]
+    if warm:
+        print(f"RSS after 20 %: min {min(warm) / 2**20:.1f} MiB, max {max(warm) / 2**20:.1f} MiB, "
+              f"growth {(max(warm) - min(warm)) / 2**20:.1f} MiB")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Every notebook in notebooks/ runs top to bottom offline (its own simulator) within a time
+limit, leaks no secret into its outputs, and is committed without outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+EXPECTED = ("01_load_orders", "02_live_views", "03_record_and_read", "04_execution_report")
+TIME_LIMIT_S = 120
+# the simulator's API secrets (PRODUCT.md); none may ever be printed
+SECRETS = ("demo-secret", "market-only-secret", "orders-only-secret", "other-secret")
+_TOKEN = re.compile(r"token=(?!\*|<|x\b|REDACTED)[^&\s\"'<]{6,}", re.IGNORECASE)
+
+# files each notebook must have written under TOOLKIT_NOTEBOOK_OUT
+ARTEFACTS = {
+    "01_load_orders": ["fills.csv", "frames"],
+    "02_live_views": [],
+    "03_record_and_read": ["recording/channel=watchticker"],
+    "04_execution_report": ["report.html"],
+}
+
+
+def _strip_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "strip_notebooks", ROOT / "tools" / "strip_notebooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _output_text(nb: nbformat.NotebookNode) -> str:
+    parts: list[str] = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts.append(json.dumps(out.get("data", {})))
+            parts.append(" ".join(out.get("traceback", [])))
+    return "\n".join(parts)
+
+
+def test_the_four_notebooks_exist() -> None:
+    assert [p.stem for p in NOTEBOOKS] == list(EXPECTED)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebooks_have_no_outputs(path: Path) -> None:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert _strip_tool().has_outputs(nb) == [], f"run: python tools/strip_notebooks.py {path}"
+    assert "widgets" not in nb.get("metadata", {})
+
+
+def test_strip_tool_removes_outputs(tmp_path: Path) -> None:
+    tool = _strip_tool()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"})]
+    nb.cells[0].execution_count = 1
+    nb.metadata["widgets"] = {"state": {}}
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    assert tool.main(["--check", str(path)]) == 1
+    assert tool.main([str(path)]) == 0
+    assert tool.main(["--check", str(path)]) == 0
+    cleaned = nbformat.read(path, as_version=4)
+    assert cleaned.cells[0].outputs == [] and cleaned.cells[0].execution_count is None
+    assert cleaned.cells[0].source == "1 + 1"
+
+
+@pytest.mark.timeout(TIME_LIMIT_S + 60)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_offline(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient import NotebookClient
+
+    # the kernel inherits this environment: the notebook writes its files under tmp_path
+    monkeypatch.setenv("TOOLKIT_NOTEBOOK_OUT", str(tmp_path))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=TIME_LIMIT_S,  # per cell; the whole run is checked below
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
+    started = time.monotonic()
+    client.execute()  # raises CellExecutionError on the first failing cell
+    elapsed = time.monotonic() - started
+    assert elapsed < TIME_LIMIT_S, f"{path.stem} took {elapsed:.0f} s"
+
+    text = _output_text(nb)
+    for secret in SECRETS:
+        assert secret not in text
+    assert not _TOKEN.search(text), _TOKEN.search(text)
+    out = tmp_path / path.stem
+    for artefact in ARTEFACTS[path.stem]:
+        assert (out / artefact).exists(), artefact
+    assert all(c.get("outputs") is not None for c in nb.cells if c.cell_type == "code")

@@ -1,0 +1,166 @@
+"""OrderStatusView without a network: rows, badges of both status families, timelines,
+counts, the filter, the Cancel button's visibility, bounds, throttling and states."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from toolkit._widgets import OrderStatusView
+from toolkit._widgets._order_view import FILTERS, matches
+
+
+class NoCancelClient:
+    """Stands for "a client is present" so Cancel buttons show; never called here."""
+
+    async def acancel_limit_order(self, order_id: str) -> Any:  # pragma: no cover
+        raise AssertionError("not called in these tests")
+
+
+def view_with(ev: Any, clock: Any, **kw: Any) -> OrderStatusView:
+    return OrderStatusView([], clock=clock, autostart=False, **kw)
+
+
+def test_rows_badges_and_timeline(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock)
+    t = 1_790_000_000_000
+    for i, status in enumerate(["OPEN", "TRIGGERED", "PROCESSING", "closed"]):
+        view.apply(ev.order("l-1", status, t + i))
+    view.apply(ev.order("m-1", "pending", t + 10, type_="market"))
+    view.apply(ev.order("m-1", "closed", t + 11, type_="market"))
+    view.apply(ev.order("l-2", "OPEN", t + 12))
+    view.repaint(force=True)
+    assert view.visible_order_ids == ["l-2", "m-1", "l-1"]  # newest update first
+    row = view.slot_for("l-1")
+    assert row is not None
+    assert "OPEN</span> → <span>TRIGGERED</span> → <span>PROCESSING</span> → <span>closed" in (
+        row.html.value
+    )
+    # canonical status drives the colour, the service's own case is what is shown
+    assert "data-status='CLOSED'" in row.html.value and ">closed</span>" in row.html.value
+    assert view.counts() == {"CLOSED": 2, "OPEN": 1}
+    assert "ACTIVE 1, FINALIZED 2" in view._counts.value
+
+
+def test_stale_and_duplicate_notifications_do_not_move_a_row(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock)
+    assert view.apply(ev.order("l-1", "PROCESSING", 200))
+    assert not view.apply(ev.order("l-1", "OPEN", 100))  # older
+    assert not view.apply(ev.order("l-1", "PROCESSING", 200))  # duplicate
+    assert view.book.orders["l-1"].status == "PROCESSING"
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        ("ALL", {"a", "b", "c", "d", "e"}),
+        ("ACTIVE", {"a", "b", "d"}),
+        ("FINALIZED", {"c", "e"}),
+        ("TRIGGERED", {"b"}),
+        ("CLOSED", {"e"}),
+    ],
+)
+def test_filter_dropdown(ev: Any, clock: Any, flt: str, expected: set[str]) -> None:
+    view = view_with(ev, clock)
+    view.apply(ev.order("a", "OPEN", 1))
+    view.apply(ev.order("b", "TRIGGERED", 2))
+    view.apply(ev.order("c", "CANCELLING", 3))
+    view.apply(ev.order("d", "pending", 4, type_="market"))
+    view.apply(ev.order("e", "closed", 5, type_="market"))
+    view.filter.value = "REJECTED"
+    view.filter.value = flt  # what a user's pick in the Dropdown does
+    assert set(view.visible_order_ids) == expected
+    assert f"matching: {len(expected)}" in view._counts.value
+
+
+def test_filter_options_and_rules() -> None:
+    assert FILTERS[:3] == ("ALL", "ACTIVE", "FINALIZED")
+    assert matches("CANCELLING", "FINALIZED") and not matches("CANCELLING", "ACTIVE")
+    assert matches("PENDING", "ACTIVE")
+    with pytest.raises(ValueError, match="status filter"):
+        OrderStatusView([], status="open-ish", autostart=False)
+
+
+def test_cancel_button_only_on_open_limit_orders_with_a_client(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock, client=NoCancelClient())
+    view.apply(ev.order("l-open", "OPEN", 1))
+    view.apply(ev.order("l-trig", "TRIGGERED", 2))
+    view.apply(ev.order("m-pend", "pending", 3, type_="market"))
+    view.repaint(force=True)
+    shown = {oid: view.slot_for(oid).button.layout.visibility for oid in view.visible_order_ids}  # type: ignore[union-attr]
+    assert shown == {"l-open": "visible", "l-trig": "hidden", "m-pend": "hidden"}
+
+    offline = view_with(ev, clock)
+    offline.apply(ev.order("l-open", "OPEN", 1))
+    offline.repaint(force=True)
+    assert offline.slot_for("l-open").button.layout.visibility == "hidden"  # type: ignore[union-attr]
+
+
+def test_widgets_created_once_and_history_bounded(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock, max_rows=10, history_limit=50)
+    before = ev.widget_count()
+    for i in range(2_000):
+        clock.advance(0.001)
+        view.apply(ev.order(f"l-{i}", "OPEN", 10 * i))
+        view.apply(ev.order(f"l-{i}", "CANCELLED", 10 * i + 1))
+        view.repaint()
+    view.apply(ev.order("live", "OPEN", 10**9))
+    clock.advance(1)
+    view.repaint()
+    assert ev.widget_count() == before
+    assert len(view.book.orders) == 51  # 50 finished kept + the one still active
+    assert len(view.visible_order_ids) == 10
+    assert view.visible_order_ids[0] == "live"
+
+
+def test_flood_of_order_events_is_throttled(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock, max_hz=10)
+    base = clock.now
+    times: list[float] = []
+    for n in range(1, 10_001):  # 2 simulated seconds at 5,000 events/s
+        clock.now = base + n / 5_000
+        view.apply(ev.order(f"o-{n % 40}", "OPEN", n))
+        if view.repaint():
+            times.append(clock.now)
+    assert len(times) <= 21
+    assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(times))
+
+
+def test_gap_states(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock)
+    view.apply(ev.session("connected"))
+    view.apply(ev.session("dropped", "connection lost"))
+    assert view.state == "reconnecting"
+    view.apply(ev.session("gap", gap=(0, 2_000_000_000)))
+    assert view.state == "gap reconciled"  # nothing was open: nothing to re-read
+    view.apply(ev.order("l-1", "OPEN", 1))
+    view.apply(ev.session("gap", gap=(0, 1_000_000_000)))
+    assert view.state == "reconciling gap"
+    view.apply(ev.order("l-1", "TRIGGERED", 2, reconciled=True))  # what reconcile applies
+    assert view.state == "gap reconciled"
+    assert view.state_detail == "gap of 1.0 s"
+
+
+def test_replay_as_a_task_and_stop(ev: Any) -> None:
+    base = ev.widget_count()
+    events = [
+        ev.order(f"l-{i % 30}", s, i * 4 + k)
+        for i in range(300)
+        for k, s in enumerate(["OPEN", "TRIGGERED", "PROCESSING"])
+    ]
+
+    async def main() -> OrderStatusView:
+        view = OrderStatusView(events, max_rows=5)
+        assert view.task is not None
+        await asyncio.wait_for(view.task, 10)
+        return view
+
+    view = asyncio.run(main())
+    assert view.state == "replay finished"
+    assert view.counts() == {"PROCESSING": 30}
+    assert len(view.visible_order_ids) == 5
+    view.stop()
+    assert ev.widget_count() == base

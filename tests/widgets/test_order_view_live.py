@@ -1,0 +1,94 @@
+"""OrderStatusView against the real simulator: rows from the reconciled book, and the Cancel
+button's outcome matching the CancelResult and fetchOrder (accepted, deferred, final)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from toolkit._cancel import CancelOutcome
+from toolkit._widgets import OrderStatusView, TickerView
+
+
+async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def _new_open_order(client: Any, view: OrderStatusView) -> str:
+    order = await client.acreate_limit_order("BTC/BRL", "buy", "1000", amount="0.001")
+    assert order["status"] == "OPEN"
+    await until(lambda: order["id"] in view.visible_order_ids)
+    return str(order["id"])
+
+
+def test_cancel_button_outcomes_match_cancel_result_and_fetch_order(fresh_sim: Any) -> None:
+    async def main() -> None:
+        client = fresh_sim.client()
+        view = OrderStatusView(client, max_rows=40, status="OPEN")
+        try:
+            await until(lambda: view.state == "connected" and view.book.reconciles >= 1)
+
+            # accepted: an OPEN order, clicked
+            oid = await _new_open_order(client, view)
+            slot = view.slot_for(oid)
+            assert slot is not None and slot.button.layout.visibility == "visible"
+            slot.button.click()
+            await until(lambda: oid in view.cancel_results)
+            result = view.cancel_results[oid]
+            assert result.outcome is CancelOutcome.ACCEPTED
+            assert "data-outcome='accepted'" in view.outcome_text(oid)
+            assert (await client.afetch_order(oid))["status"] in ("CANCELLING", "CANCELLED")
+            # the row follows the book: it leaves the OPEN filter once CANCELLING arrives
+            await until(lambda: oid not in view.visible_order_ids)
+
+            # deferred: the order started executing before the click reached the service
+            oid = await _new_open_order(client, view)
+            fresh_sim.control.advance(oid, "TRIGGERED")
+            view.slot_for(oid).button.click()  # type: ignore[union-attr]
+            await until(lambda: oid in view.cancel_results)
+            result = view.cancel_results[oid]
+            assert result.outcome is CancelOutcome.DEFERRED
+            fetched = await client.afetch_order(oid)
+            assert result.status == fetched["status"].upper() == "TRIGGERED"
+            assert "deferred while executing (TRIGGERED)" in view.outcome_text(oid)
+
+            # already final: the order expired meanwhile
+            oid = await _new_open_order(client, view)
+            fresh_sim.control.advance(oid, "EXPIRED")
+            view.slot_for(oid).button.click()  # type: ignore[union-attr]
+            await until(lambda: oid in view.cancel_results)
+            result = view.cancel_results[oid]
+            assert result.outcome is CancelOutcome.ALREADY_FINAL
+            assert (await client.afetch_order(oid))["status"].upper() == result.status == "EXPIRED"
+            assert "already final (EXPIRED)" in view.outcome_text(oid)
+            await until(lambda: view.book.orders[oid].status == "EXPIRED")
+        finally:
+            await view.astop()
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_ticker_view_live_shows_a_moved_price(fresh_sim: Any) -> None:
+    async def main() -> None:
+        client = fresh_sim.client()
+        view = TickerView(client, symbols=["BTC/BRL"], max_hz=20)
+        try:
+            await until(lambda: view.state == "connected")
+            fresh_sim.control.move_price("BTC/BRL", 123456.78)
+            await until(
+                lambda: (
+                    abs(view.rows["BTC/BRL"].last - 123456.78) / 123456.78 < 0.01
+                    and "123," in view._row_widgets["BTC/BRL"].value
+                )
+            )
+        finally:
+            await view.astop()
+            await client.aclose()
+
+    asyncio.run(main())

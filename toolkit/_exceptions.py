@@ -1,0 +1,170 @@
+"""The toolkit's one exception tree: every error a caller can see from the REST client,
+the loaders and the CLI. Low-level httpx errors are chained (``raise ... from exc``).
+
+::
+
+    ToolkitError
+    ├── InvalidRequest            refused before anything was sent (also a ValueError)
+    ├── PaginationLoop            the listing restarted or never ended (spec 4.2 rule 5)
+    ├── TransportError            the network failed (connect, read, timeout), after retries
+    └── ServiceError              the service answered with a status we cannot accept
+        ├── InvalidResponse       2xx whose body is not what the contract says
+        ├── BadRequest            400: the service refused the input
+        ├── AuthenticationError   401: bad API key/secret, or a token refused twice
+        ├── PermissionDenied      403: the API key lacks a permission
+        ├── OrderNotFound         404 on fetchOrder / cancel: no such order here
+        ├── RouteNotActive        404 on a limit route: published but not active yet
+        ├── Conflict              409 not turned into a CancelResult
+        ├── RateLimited           429 after every retry
+        └── ServiceUnavailable    503 / other 5xx after every retry
+
+Every error carries ``method``, a redacted ``url`` (never a token or secret), ``status``
+(None when nothing was answered) and ``body`` (text, truncated, scrubbed of secrets).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+#: query parameters whose values are credentials (the WebSocket URL carries ``token``)
+SECRET_PARAMS = frozenset({"token", "apikey", "apisecret", "secret", "access_token", "password"})
+_BODY_LIMIT = 2000
+_REDACTED = "***"
+
+
+def redact_url(url: object) -> str:
+    """``url`` without user info and with the values of credential parameters hidden."""
+    text = str(url)
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return "<unparseable url>"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, _REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*"
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every known secret value replaced, so a server that echoes a credential
+    back in an error body cannot leak it through our exceptions or logs."""
+    for secret in secrets:
+        # short values (e.g. a 2-char key) would mangle unrelated text; real secrets are longer
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, _REDACTED)
+    # bearer tokens we did not know about (e.g. from a custom auth) are hidden too
+    return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1" + _REDACTED, text)
+
+
+class ToolkitError(Exception):
+    """Base of every toolkit error.
+
+    ``method``/``url``/``status``/``body`` describe the HTTP exchange when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str | None = None,
+        url: object = None,
+        status: int | None = None,
+        body: str | None = None,
+    ) -> None:
+        self.message = message
+        self.method = method
+        self.url = redact_url(url) if url is not None else None
+        self.status = status
+        self.body = body[:_BODY_LIMIT] if body is not None else None
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = ""
+        if self.method and self.url:
+            where = f" ({self.method} {self.url}"
+            where += f" -> {self.status})" if self.status is not None else ")"
+        return f"{self.message}{where}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+class InvalidRequest(ToolkitError, ValueError):
+    """Bad input, refused before any request was sent."""
+
+
+class PaginationLoop(ToolkitError):
+    """The listing repeated a page already seen, repeated a token, or exceeded the page
+    budget: continuing could never end (spec 4.2 rule 5)."""
+
+
+class TransportError(ToolkitError):
+    """The network failed (connection refused or reset, timeout) after every retry."""
+
+
+class ServiceError(ToolkitError):
+    """The service answered with a status the call cannot accept."""
+
+
+class InvalidResponse(ServiceError):
+    """A success status whose body does not follow the contract."""
+
+
+class BadRequest(ServiceError):
+    """400: the service refused the request's input."""
+
+
+class AuthenticationError(ServiceError):
+    """401: the API key/secret were refused, or a fresh token was refused again."""
+
+
+class PermissionDenied(ServiceError):
+    """403: the API key lacks the permission for this call."""
+
+
+class OrderNotFound(ServiceError):
+    """404 for an order: unknown, another account's, or not in the given profile."""
+
+
+class RouteNotActive(ServiceError):
+    """404 on a limit-order route: published but not active in this environment."""
+
+
+class Conflict(ServiceError):
+    """409 that the call does not turn into a result (cancel turns it into a CancelResult)."""
+
+
+class RateLimited(ServiceError):
+    """429 after every retry; ``retry_after`` is the server's last hint in seconds."""
+
+    retry_after: float | None = None
+
+
+class ServiceUnavailable(ServiceError):
+    """503 (or another 5xx) after every retry."""
+
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequest",
+    "Conflict",
+    "InvalidRequest",
+    "InvalidResponse",
+    "OrderNotFound",
+    "PaginationLoop",
+    "PermissionDenied",
+    "RateLimited",
+    "RouteNotActive",
+    "ServiceError",
+    "ServiceUnavailable",
+    "ToolkitError",
+    "TransportError",
+    "redact_url",
+    "scrub",
+]

@@ -1,0 +1,821 @@
+"""The recorder: WebSocket channels captured into a crash-safe, Hive-partitioned Parquet
+dataset (``ROOT/channel=<name>/date=<YYYY-MM-DD>/part-*.parquet``) through a write-ahead log.
+
+Pipeline: stream events -> rows in a bounded pending buffer (drops counted) -> appended to
+an append-only segment in ``ROOT/_wal/`` and fsynced every ``flush_interval`` -> at each
+rotation (time or size) the closed segment becomes Parquet files, each written to a hidden
+temporary name and ``os.replace``d into place, then the segment is deleted. Segments left
+by a crash are converted when the next writer opens the root, so a crash loses at most
+the last flush interval and every ``.parquet`` on disk is always complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit._wal import SUFFIX, Row, Segment, iter_segment_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from toolkit._client import Client
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_CHANNELS",
+    "SESSION_CHANNEL",
+    "Recorder",
+    "RecorderBusy",
+    "RecorderStats",
+    "RecordingWriter",
+    "convert_segment",
+    "partition_dir",
+    "recording_schema",
+    "recover",
+    "row_from_event",
+    "row_from_message",
+]
+
+SESSION_CHANNEL = "_session"
+WAL_DIR = "_wal"
+LOCK_NAME = "LOCK"
+DEFAULT_CHANNELS: tuple[str, ...] = (
+    "watchOrders",
+    "watchTicker:BTC/BRL",
+    "watchTickers",
+    "watchBalance",
+)
+
+#: column names of every Parquet file, in order. One schema for every channel (columns a
+#: channel does not use stay null) so any reader can scan the whole dataset at once.
+COLUMNS: tuple[str, ...] = (
+    "received_at",
+    "connection_id",
+    "seq",
+    "channel",
+    "symbol",
+    "order_id",
+    "status",
+    "updated_at",
+    "bid",
+    "ask",
+    "last",
+    "kind",
+    "detail",
+    "gap_start",
+    "gap_end",
+    "raw",
+)
+
+_NS_PER_DAY = 86_400 * 1_000_000_000
+_ROW_GROUP = 65_536
+_SAFE_PARTITION = re.compile(r"[^a-z0-9_\-]")
+
+
+def recording_schema() -> pa.Schema:
+    """The Arrow schema of every file of a recording."""
+    import pyarrow as pa
+
+    ts_ns = pa.timestamp("ns", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("received_at", ts_ns, nullable=False),
+            pa.field("connection_id", pa.string()),
+            pa.field("seq", pa.int64()),
+            pa.field("channel", pa.string()),
+            pa.field("symbol", pa.string()),
+            pa.field("order_id", pa.string()),
+            pa.field("status", pa.string()),
+            pa.field("updated_at", pa.timestamp("ms", tz="UTC")),
+            pa.field("bid", pa.float64()),
+            pa.field("ask", pa.float64()),
+            pa.field("last", pa.float64()),
+            pa.field("kind", pa.string()),
+            pa.field("detail", pa.string()),
+            pa.field("gap_start", ts_ns),
+            pa.field("gap_end", ts_ns),
+            pa.field("raw", pa.string()),
+        ]
+    )
+
+
+def partition_value(channel: str) -> str:
+    """The directory-safe form of a channel name: a name sent by the server can never
+    climb out of ``ROOT`` (``/``, ``..`` and the like are percent-encoded)."""
+    name = channel.lower()
+    if name == SESSION_CHANNEL:
+        return name
+    return _SAFE_PARTITION.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
+def partition_dir(root: str | os.PathLike[str], channel: str, date: str) -> Path:
+    """``ROOT/channel=<name>/date=<YYYY-MM-DD>``."""
+    return Path(root) / f"channel={partition_value(channel)}" / f"date={date}"
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def _ms(value: Any) -> int | None:
+    """Unix milliseconds of a timestamp field (seconds are detected by magnitude)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if number != number or abs(number) > 1e16:  # NaN or absurd: not a timestamp
+        return None
+    return int(number * 1000) if abs(number) < 1e11 else int(number)
+
+
+def _num(value: Any) -> float | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def row_from_message(
+    raw: Mapping[str, Any],
+    *,
+    received_at_ns: int,
+    connection_id: str,
+    seq: int,
+    raw_text: str | None = None,
+) -> Row:
+    """The row of one data message ``{"channel", "message"}`` with its extracted columns.
+
+    Extraction never fails: a field of an unexpected type becomes null, and the whole
+    message is always kept in ``raw`` (new fields of the service stay there).
+    """
+    channel = str(raw.get("channel", "")).lower()
+    message = raw.get("message")
+    text = raw_text if raw_text is not None else _dumps(raw)
+    symbol = order_id = status = None
+    updated = None
+    bid = ask = last = None
+    if isinstance(message, Mapping):
+        if channel == "watchorders":
+            symbol = _str(message.get("symbol"))
+            order_id = _str(message.get("id"))
+            status = _str(message.get("status"))
+            updated = _ms(message.get("updatedAt"))
+        elif channel == "watchticker":
+            symbol = _str(message.get("symbol"))
+            bid = _num(message.get("bid"))
+            ask = _num(message.get("ask"))
+            last = _num(message.get("last"))
+            updated = _ms(message.get("timestamp"))
+        elif channel == "watchtickers":
+            tickers = message.get("tickers")
+            if isinstance(tickers, list):
+                stamps = [_ms(t.get("timestamp")) for t in tickers if isinstance(t, Mapping)]
+                known = [s for s in stamps if s is not None]
+                updated = max(known) if known else None
+        elif channel == "watchbalance":
+            updated = _ms(message.get("timestamp"))
+    return Row(
+        received_at_ns,
+        connection_id,
+        seq,
+        channel,
+        symbol,
+        order_id,
+        status,
+        updated,
+        bid,
+        ask,
+        last,
+        None,
+        None,
+        None,
+        None,
+        text,
+    )
+
+
+def _dumps(raw: Any) -> str:
+    return json.dumps(raw, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def session_row(
+    kind: str,
+    *,
+    received_at_ns: int,
+    connection_id: str = "",
+    seq: int = 0,
+    detail: str = "",
+    gap_start_ns: int | None = None,
+    gap_end_ns: int | None = None,
+) -> Row:
+    """A ``channel=_session`` row: connect, disconnect, subscription, gap or drop."""
+    return Row(
+        received_at_ns,
+        connection_id,
+        seq,
+        SESSION_CHANNEL,
+        kind=kind,
+        detail=detail,
+        gap_start_ns=gap_start_ns,
+        gap_end_ns=gap_end_ns,
+    )
+
+
+def row_from_event(event: Any) -> Row:
+    """The row of a stream event (``toolkit._events``): session events become session
+    rows, every other event the row of its data message."""
+    if event.channel == SESSION_CHANNEL:
+        return session_row(
+            str(event.kind),
+            received_at_ns=event.received_at_ns,
+            connection_id=event.connection_id,
+            seq=event.seq,
+            detail=str(getattr(event, "detail", "") or ""),
+            gap_start_ns=getattr(event, "gap_start_ns", None),
+            gap_end_ns=getattr(event, "gap_end_ns", None),
+        )
+    raw = event.raw
+    if not isinstance(raw, Mapping):
+        raw = {"channel": event.channel, "message": None}
+    return row_from_message(
+        raw,
+        received_at_ns=event.received_at_ns,
+        connection_id=event.connection_id,
+        seq=event.seq,
+    )
+
+
+# ------------------------------------------------------------------ Parquet output
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _date_of(ns: int, cache: dict[int, str]) -> str:
+    day = ns // _NS_PER_DAY
+    date = cache.get(day)
+    if date is None:
+        date = datetime.fromtimestamp(day * 86_400, UTC).strftime("%Y-%m-%d")
+        cache[day] = date
+    return date
+
+
+def _table(rows: Sequence[Row], schema: pa.Schema) -> pa.Table:
+    import pyarrow as pa
+
+    # zip(*rows) transposes at C speed; pa.array converts each column in C
+    columns = list(zip(*rows, strict=True))
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _write_file(
+    rows: Sequence[Row], tmp: Path, final: Path, schema: pa.Schema, compression: str
+) -> Path:
+    import pyarrow.parquet as pq
+
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
+            for i in range(0, len(rows), _ROW_GROUP):
+                writer.write_table(_table(rows[i : i + _ROW_GROUP], schema))
+        _fsync_path(tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_path(final.parent)
+    return final
+
+
+def write_rows(
+    root: str | os.PathLike[str],
+    rows: Iterable[Row],
+    name: str,
+    *,
+    compression: str = "zstd",
+) -> list[Path]:
+    """Write rows as ``part-<name>.parquet`` files, one per (channel, date), each complete
+    before it appears (temporary name + ``os.replace``). Same name, same files: converting
+    a segment twice (after a crash mid-way) overwrites rather than duplicates."""
+    schema = recording_schema()
+    buckets: dict[tuple[str, int], list[Row]] = {}
+    for row in rows:
+        key = (row[3], row[0] // _NS_PER_DAY)
+        bucket = buckets.get(key)
+        if bucket is None:
+            buckets[key] = bucket = []
+        bucket.append(row)
+    dates: dict[int, str] = {}
+    files = []
+    for (channel, day), bucket in buckets.items():
+        directory = partition_dir(root, channel, _date_of(day * _NS_PER_DAY, dates))
+        files.append(
+            _write_file(
+                bucket,
+                directory / f".part-{name}.parquet.tmp",
+                directory / f"part-{name}.parquet",
+                schema,
+                compression,
+            )
+        )
+    return files
+
+
+def convert_segment(
+    root: str | os.PathLike[str], segment: str | os.PathLike[str], *, compression: str = "zstd"
+) -> list[Path]:
+    """Turn a closed (or crash-torn) WAL segment into Parquet files, then delete it."""
+    path = Path(segment)
+    files = write_rows(root, iter_segment_rows(path), path.stem, compression=compression)
+    path.unlink()
+    return files
+
+
+def _wal_dir(root: str | os.PathLike[str]) -> Path:
+    return Path(root) / WAL_DIR
+
+
+def recover(root: str | os.PathLike[str], *, compression: str = "zstd") -> list[Path]:
+    """Convert the segments a crashed recorder left in ``ROOT/_wal/`` and delete the
+    temporary files of conversions it did not finish. Call it only while holding the
+    root's lock (``RecordingWriter.open`` does)."""
+    root_path = Path(root)
+    for tmp in root_path.glob("channel=*/date=*/.part-*.parquet.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    files: list[Path] = []
+    for segment in sorted(_wal_dir(root).glob(f"*{SUFFIX}")):
+        files.extend(convert_segment(root, segment, compression=compression))
+    return files
+
+
+# --------------------------------------------------------------------- the writer
+
+
+class RecorderBusy(RuntimeError):
+    """Another recorder holds the lock of this root."""
+
+
+@dataclass(slots=True)
+class RecorderStats:
+    """Live counts of a recorder: data ``messages`` and their ``bytes`` (raw JSON text),
+    Parquet ``files`` written, ``gaps`` seen, messages ``dropped`` (by the writer's bounded
+    buffer), ``recovered`` files from an earlier crash, ``flushed_rows`` durable in the
+    write-ahead log (data and session rows: what a crash can no longer lose)."""
+
+    messages: int = 0
+    bytes: int = 0
+    files: int = 0
+    gaps: int = 0
+    dropped: int = 0
+    recovered: int = 0
+    session_rows: int = 0
+    flushed_rows: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+    def line(self) -> str:
+        """A one-line status for a terminal or a notebook."""
+        elapsed = max(time.monotonic() - self.started_at, 1e-9)
+        return (
+            f"messages {self.messages:,} ({self.messages / elapsed:,.0f}/s)  "
+            f"saved {self.flushed_rows:,}  bytes {_human(self.bytes)}  files {self.files}  "
+            f"gaps {self.gaps}  dropped {self.dropped}"
+        )
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} GB"  # pragma: no cover
+
+
+_counter = itertools.count()
+
+
+class RecordingWriter:
+    """The sans-network half of the recorder: rows in, durable segments and Parquet out.
+
+    ``add``/``add_event`` are cheap and never block (a full pending buffer drops the row and
+    counts it; a ``dropped`` session row records the span once there is room again).
+    ``flush`` appends the pending rows to the current segment and fsyncs it; ``rotate``
+    closes the segment and converts it to Parquet. All blocking methods are meant for a
+    worker thread; ``add`` must be called from one thread only.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        rotate_interval: float = 60.0,
+        rotate_bytes: int = 16 * 1024 * 1024,
+        rotate_rows: int = 100_000,
+        max_pending_rows: int = 200_000,
+        max_pending_bytes: int = 64 * 1024 * 1024,
+        compression: str = "zstd",
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.root = Path(root)
+        self.rotate_interval = rotate_interval
+        self.rotate_bytes = rotate_bytes
+        self.rotate_rows = rotate_rows
+        self.max_pending_rows = max_pending_rows
+        self.max_pending_bytes = max_pending_bytes
+        self.compression = compression
+        self.stats = RecorderStats()
+        self._clock_ns = clock_ns
+        self._pending: list[Row] = []
+        self._pending_bytes = 0
+        self._drop_count = 0
+        self._drop_first_ns: int | None = None
+        self._drop_last_ns: int | None = None
+        self._last_conn = ""
+        self._segment: Segment | None = None
+        # the rows already in the open segment: converting from memory spares decoding
+        self._segment_rows: list[Row] = []
+        self._segment_opened = 0.0
+        self._lock_fd: int | None = None
+
+    # -- life
+
+    def open(self) -> list[Path]:
+        """Take the root's lock, recover what a crash left, start a segment. Returns the
+        recovered files."""
+        wal = _wal_dir(self.root)
+        wal.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = _lock(wal / LOCK_NAME)
+        try:
+            recovered = recover(self.root, compression=self.compression)
+        except BaseException:
+            self._unlock()
+            raise
+        self.stats.recovered += len(recovered)
+        self.stats.files += len(recovered)
+        self._new_segment()
+        return recovered
+
+    def close(self) -> list[Path]:
+        """Flush, convert the last segment, release the lock."""
+        try:
+            self.flush()
+            return self.rotate(reopen=False)
+        finally:
+            self._unlock()
+
+    def __enter__(self) -> RecordingWriter:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing releases the flock
+            self._lock_fd = None
+
+    def _new_segment(self) -> None:
+        name = f"{self._clock_ns():020d}-{os.getpid()}-{next(_counter):06d}"
+        self._segment = Segment(_wal_dir(self.root) / f"{name}{SUFFIX}")
+        self._segment_rows = []
+        self._segment_opened = time.monotonic()
+
+    # -- input (event-loop thread)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def add(self, row: Row) -> bool:
+        """Queue a row for the next flush; False when the buffer is full (row dropped)."""
+        size = len(row.raw) if row.raw else 64
+        if (
+            len(self._pending) >= self.max_pending_rows
+            or self._pending_bytes + size > self.max_pending_bytes
+        ):
+            self._drop_count += 1
+            self.stats.dropped += 1
+            if self._drop_first_ns is None:
+                self._drop_first_ns = row.received_at_ns
+            self._drop_last_ns = row.received_at_ns
+            return False
+        if self._drop_count:
+            self._note_drops()
+        self._pending.append(row)
+        self._pending_bytes += size
+        if row.channel == SESSION_CHANNEL:
+            self.stats.session_rows += 1
+            if row.kind == "gap":
+                self.stats.gaps += 1
+        else:
+            self.stats.messages += 1
+            self.stats.bytes += size
+            self._last_conn = row.connection_id
+        return True
+
+    def add_event(self, event: Any) -> bool:
+        return self.add(row_from_event(event))
+
+    def _note_drops(self) -> None:
+        count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
+        self._drop_count = 0
+        self._drop_first_ns = self._drop_last_ns = None
+        # bypasses the bound on purpose: the record of a loss must not itself be lost
+        self._pending.append(
+            session_row(
+                "dropped",
+                received_at_ns=last if last is not None else self._clock_ns(),
+                connection_id=self._last_conn,
+                seq=-1,
+                detail=f"{count} messages dropped: the writer fell behind",
+                gap_start_ns=first,
+                gap_end_ns=last,
+            )
+        )
+        self.stats.session_rows += 1
+
+    def take(self) -> list[Row]:
+        """Hand the pending rows over (to a flush on another thread)."""
+        if self._drop_count:
+            self._note_drops()
+        rows, self._pending = self._pending, []
+        self._pending_bytes = 0
+        return rows
+
+    # -- output (worker thread)
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Append rows to the current segment and make them durable."""
+        if self._segment is None:
+            raise RuntimeError("writer is not open")
+        if rows:
+            self._segment.write_rows(rows)
+            self._segment_rows.extend(rows)
+        self._segment.sync()
+        self.stats.flushed_rows += len(rows)
+
+    def flush(self) -> None:
+        self.write(self.take())
+
+    def rotation_due(self) -> bool:
+        seg = self._segment
+        if seg is None:
+            return False
+        return (
+            seg.size >= self.rotate_bytes
+            or len(self._segment_rows) >= self.rotate_rows
+            or time.monotonic() - self._segment_opened >= self.rotate_interval
+        )
+
+    def roll(self) -> ClosedSegment | None:
+        """Close the current segment and start a new one; returns the closed segment with
+        its rows (to be converted)."""
+        old, rows = self._segment, self._segment_rows
+        self._new_segment()
+        return self._close_segment(old, rows)
+
+    def _close_segment(self, seg: Segment | None, rows: list[Row]) -> ClosedSegment | None:
+        if seg is None:
+            return None
+        seg.close()
+        return ClosedSegment(seg.path, rows)
+
+    def convert(self, closed: ClosedSegment | None) -> list[Path]:
+        """Write a closed segment's rows as Parquet, then delete the segment."""
+        if closed is None:
+            return []
+        files = write_rows(self.root, closed.rows, closed.path.stem, compression=self.compression)
+        closed.path.unlink()
+        self.stats.files += len(files)
+        return files
+
+    def rotate(self, *, reopen: bool = True) -> list[Path]:
+        """Close the current segment, convert it to Parquet, start a new one (or not)."""
+        if reopen:
+            return self.convert(self.roll())
+        old, rows = self._segment, self._segment_rows
+        self._segment, self._segment_rows = None, []
+        return self.convert(self._close_segment(old, rows))
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedSegment:
+    """A segment that is complete on disk, with its rows still in memory."""
+
+    path: Path
+    rows: list[Row]
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # pragma: no cover - no flock on this platform: single writer trusted
+        return fd
+    except OSError as exc:
+        os.close(fd)
+        raise RecorderBusy(f"another recorder is writing to {path.parent.parent}") from exc
+    return fd
+
+
+# -------------------------------------------------------------------- the recorder
+
+
+class Recorder:
+    """Record WebSocket channels of ``client`` into a Parquet dataset at ``root``.
+
+    ``await rec.run(duration=None)`` records until cancelled (or for ``duration``
+    seconds); in a notebook, ``rec.start()`` runs it as a task on the running loop and
+    ``await rec.stop()`` ends it once the last rows are written. ``rec.stats`` holds live
+    counts. ``channels`` use the compact form ``"watchTicker:BTC/BRL"``.
+
+    Every ``flush_interval`` seconds the pending rows reach the write-ahead segment and are
+    fsynced (the most a crash can lose); every ``rotate_interval`` seconds or
+    ``rotate_bytes`` of segment or ``rotate_rows`` rows, the rows become Parquet files. At most
+    ``max_pending_rows`` / ``max_pending_bytes`` wait between flushes; beyond, messages are
+    dropped, counted in ``stats.dropped`` and recorded as a ``dropped`` session row.
+    ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``).
+    """
+
+    def __init__(
+        self,
+        client: Client | Any,
+        root: str | os.PathLike[str],
+        channels: Sequence[str] = DEFAULT_CHANNELS,
+        *,
+        flush_interval: float = 1.0,
+        rotate_interval: float = 60.0,
+        rotate_bytes: int = 16 * 1024 * 1024,
+        rotate_rows: int = 100_000,
+        max_pending_rows: int = 200_000,
+        max_pending_bytes: int = 64 * 1024 * 1024,
+        compression: str = "zstd",
+        reconnect: bool = True,
+        on_status: Callable[[RecorderStats], None] | None = None,
+        stream_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        from toolkit._channels import parse_channel_spec
+
+        if flush_interval <= 0:
+            raise ValueError("flush_interval must be > 0")
+        # validate every spec now, before anything connects
+        self.subscriptions = [parse_channel_spec(spec) for spec in channels]
+        self.channels = tuple(channels)
+        self.client = client
+        self.root = Path(root)
+        self.flush_interval = flush_interval
+        self.reconnect = reconnect
+        self.on_status = on_status
+        self.stream_options = dict(stream_options or {})
+        self.writer = RecordingWriter(
+            root,
+            rotate_interval=rotate_interval,
+            rotate_bytes=rotate_bytes,
+            rotate_rows=rotate_rows,
+            max_pending_rows=max_pending_rows,
+            max_pending_bytes=max_pending_bytes,
+            compression=compression,
+        )
+        self._task: asyncio.Task[RecorderStats] | None = None
+        self._session: Any = None
+        self._inflight: asyncio.Future[Any] | None = None
+        self._converting: asyncio.Future[list[Path]] | None = None
+
+    @property
+    def stats(self) -> RecorderStats:
+        return self.writer.stats
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "idle"
+        return f"Recorder(root={str(self.root)!r}, channels={list(self.channels)!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> asyncio.Task[RecorderStats]:
+        """Run the recorder as a background task on the running loop (notebooks)."""
+        if self.running:
+            raise RuntimeError("recorder already running")
+        self._task = asyncio.get_running_loop().create_task(self.run())
+        return self._task
+
+    def stop(self) -> asyncio.Task[RecorderStats]:
+        """Ask a ``start``ed recorder to finish; await the returned task to wait until the
+        last rows are in Parquet."""
+        if self._task is None:
+            raise RuntimeError("recorder was not started")
+        self._task.cancel()
+        return asyncio.ensure_future(self._wait_stopped(self._task))
+
+    @staticmethod
+    async def _wait_stopped(task: asyncio.Task[RecorderStats]) -> RecorderStats:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+        # the run finished cleanly underneath a cancel: its result is the final stats
+        if task.cancelled():
+            raise asyncio.CancelledError
+        return task.result()
+
+    async def run(self, duration: float | None = None) -> RecorderStats:
+        """Record until cancelled, or for ``duration`` seconds; always ends with every
+        received row in Parquet. Returns the final stats."""
+        writer = self.writer
+        await asyncio.to_thread(writer.open)
+        receiver = asyncio.ensure_future(self._receive())
+        flusher = asyncio.ensure_future(self._flush_loop())
+        try:
+            done, _ = await asyncio.wait(
+                {receiver, flusher},
+                timeout=duration,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for task in done:
+                task.result()  # surface a failure of either
+        except asyncio.CancelledError:
+            pass  # a stop: fall through to the final flush and return normally
+        finally:
+            for task in (receiver, flusher):
+                task.cancel()
+            results = await asyncio.gather(receiver, flusher, return_exceptions=True)
+            # a thread cannot be cancelled: wait for the write or conversion in flight
+            # before the final flush touches the same files
+            for op in (self._inflight, self._converting):
+                if op is not None:
+                    await asyncio.wait({op})
+            await asyncio.to_thread(writer.close)
+            self._report()
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                raise result
+        return self.stats
+
+    async def _receive(self) -> None:
+        # A callback sees every event synchronously, in order, without the hop through
+        # the session's queue; the writer's bounded buffer is the queue that counts drops.
+        # The session's own queue is not read, so it is kept at size 1.
+        options = {"reconnect": self.reconnect, **self.stream_options, "queue_size": 1}
+        session = self.client.stream(**options)
+        remove = session.add_callback(self.writer.add_event)
+        try:
+            async with session:
+                self._session = session
+                for channel, data in self.subscriptions:
+                    await session.subscribe(channel, **data)
+                await session.wait_closed()
+                if session.error is not None:
+                    raise session.error
+        finally:
+            remove()
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        op = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        self._inflight = op
+        return await asyncio.shield(op)
+
+    async def _flush_loop(self) -> None:
+        writer = self.writer
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + self.flush_interval
+        while True:
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            next_at = loop.time() + self.flush_interval
+            await self._in_thread(writer.write, writer.take())
+            if writer.rotation_due():
+                if self._converting is not None:
+                    await asyncio.shield(self._converting)  # one at a time bounds memory
+                segment = await self._in_thread(writer.roll)
+                self._converting = asyncio.ensure_future(asyncio.to_thread(writer.convert, segment))
+            self._report()
+
+    def _report(self) -> None:
+        if self.on_status is not None:
+            self.on_status(self.stats)

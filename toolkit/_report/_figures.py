@@ -1,0 +1,178 @@
+"""Matplotlib figures of the execution-quality report, drawn from its tables only (so a
+report read back from Parquet draws the same figures); no pyplot, so no GUI and no show."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Tables = Mapping[str, pd.DataFrame]
+
+#: at most this many points in a scatter: more only slows the PNG without showing more
+MAX_POINTS = 20_000
+
+
+def _figure(width: float = 8.0, height: float = 3.6) -> tuple[Figure, Axes]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _no_data(ax: Axes, what: str) -> None:
+    ax.text(0.5, 0.5, f"no data: {what}", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def slippage_distribution(t: Tables) -> Figure:
+    fig, ax = _figure()
+    po = t["per_order"]
+    series = {
+        "quote": po["quote_slippage_bp"].dropna(),
+        "best clean quote": po["best_quote_slippage_bp"].dropna(),
+        "arrival mid": po["arrival_slippage_bp"].dropna(),
+    }
+    series = {k: v for k, v in series.items() if len(v)}
+    ax.set_title("Slippage distribution (bp, positive = cost)")
+    if not series:
+        _no_data(ax, "no order with a quote")
+        return fig
+    allv = pd.concat(series.values())
+    # the central 98 % keeps a few outliers (listed in the data checks) from hiding the shape
+    lo, hi = np.nanpercentile(allv, [1, 99])
+    if lo == hi:
+        lo, hi = lo - 1.0, hi + 1.0
+    bins = np.linspace(lo, hi, 50)
+    for label, v in series.items():
+        ax.hist(v.clip(lo, hi), bins=bins, alpha=0.5, label=f"vs {label} (n={len(v)})")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("bp (clipped to the 1st-99th percentile)")
+    ax.set_ylabel("orders")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def slippage_over_time(t: Tables) -> Figure:
+    fig, ax = _figure()
+    po = t["per_order"]
+    d = po.dropna(subset=["quote_slippage_bp", "createdAt"])
+    ax.set_title("Quote slippage over time (bp)")
+    if d.empty:
+        _no_data(ax, "no order with a quote")
+        return fig
+    sample = d.sample(MAX_POINTS, random_state=0) if len(d) > MAX_POINTS else d
+    ax.scatter(sample["createdAt"], sample["quote_slippage_bp"], s=8, alpha=0.5, label="orders")
+    w = d["notional"].where(d["notional"] > 0)
+    day = d["createdAt"].dt.floor("D")
+    daily = (d["quote_slippage_bp"] * w).groupby(day).sum(min_count=1) / w.groupby(day).sum(
+        min_count=1
+    )
+    ax.plot(daily.index, daily.to_numpy(), color="C3", marker="o", ms=3, label="daily (weighted)")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_ylabel("bp")
+    ax.legend(fontsize="small")
+    fig.autofmt_xdate()
+    return fig
+
+
+def venue_shares(t: Tables) -> Figure:
+    fig, ax = _figure()
+    v = t["venues"]
+    ax.set_title("Venue shares and best-venue hit rate")
+    if v.empty:
+        _no_data(ax, "no executed order")
+        return fig
+    x = np.arange(len(v))
+    ax.bar(x - 0.2, v["order_share"], width=0.4, label="share of orders")
+    ax.bar(x + 0.2, v["notional_share"].fillna(0), width=0.4, label="share of notional")
+    ax.plot(x, v["best_venue_hit_rate"], "kD", label="best-venue hit rate")
+    ax.set_xticks(x, v["venue"].astype(str), rotation=20)
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def latency_cdf(t: Tables) -> Figure:
+    fig, ax = _figure()
+    po = t["per_order"]
+    d = po[po["tte_s"] >= 0]
+    ax.set_title("Time to execution (CDF)")
+    if d.empty:
+        _no_data(ax, "no executed order with executedAt")
+        return fig
+    for (typ, basis), g in d.groupby(["type", "tte_basis"], sort=True):
+        v = np.sort(g["tte_s"].to_numpy())
+        y = np.arange(1, len(v) + 1) / len(v)
+        ax.step(np.maximum(v, 1e-3), y, where="post", label=f"{typ} from {basis} (n={len(v)})")
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds (log)")
+    ax.set_ylabel("share of orders")
+    for edge in (1, 10, 30, 60, 300):
+        ax.axvline(edge, color="grey", lw=0.5, ls=":")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def fee_rate_over_time(t: Tables) -> Figure:
+    fig, ax = _figure()
+    po = t["per_order"]
+    d = po.dropna(subset=["createdAt"])
+    d = d[d["fee_rate"].notna() | d["tier_rate"].notna()]
+    ax.set_title("Fee rate over time (bp of notional, weighted by notional per day)")
+    if d.empty:
+        _no_data(ax, "no order with a fee rate")
+        return fig
+    w = d["notional"].where(d["notional"] > 0).fillna(1.0)
+    day = d["createdAt"].dt.floor("D")
+    for col, label in (("fee_rate", "fee.rate"), ("tier_rate", "tier rate")):
+        ok = d[col].notna()
+        if not ok.any():
+            continue
+        num = (d[col] * w)[ok].groupby(day[ok]).sum()
+        den = w[ok].groupby(day[ok]).sum()
+        daily = num / den * 1e4
+        ax.plot(daily.index, daily.to_numpy(), marker="o", ms=3, label=label)
+    ax.set_ylabel("bp")
+    ax.legend(fontsize="small")
+    fig.autofmt_xdate()
+    return fig
+
+
+def limit_funnel(t: Tables) -> Figure:
+    fig, ax = _figure(8.0, 3.0)
+    f = t["funnel"]
+    ax.set_title("Limit orders: outcome funnel")
+    if f.empty:
+        _no_data(ax, "no limit order")
+        return fig
+    y = np.arange(len(f))[::-1]
+    bars = ax.barh(y, f["orders"], color=["C0", "C1"] + ["C2"] * (len(f) - 2))
+    ax.set_yticks(y, f["stage"].astype(str))
+    for bar, n, s in zip(bars, f["orders"], f["share"], strict=True):
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {n} ({s:.0%})", va="center")
+    ax.set_xlabel("orders")
+    ax.set_xlim(0, max(1, int(f["orders"].max())) * 1.2)
+    return fig
+
+
+FIGURES: dict[str, Callable[[Tables], Figure]] = {
+    "slippage_distribution": slippage_distribution,
+    "slippage_over_time": slippage_over_time,
+    "venue_shares": venue_shares,
+    "latency_cdf": latency_cdf,
+    "fee_rate_over_time": fee_rate_over_time,
+    "limit_funnel": limit_funnel,
+}
+
+
+def all_figures(tables: Tables) -> dict[str, Figure]:
+    """Every figure of the report, by name."""
+    return {name: draw(tables) for name, draw in FIGURES.items()}

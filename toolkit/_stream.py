@@ -1,0 +1,754 @@
+"""The WebSocket stream session behind ``client.stream()``: subscriptions that wait for
+their confirmation, typed events, and a connection that stays up (ping, rotation, reconnect).
+
+The channel rules live in ``toolkit._channels`` (sans-I/O); this module only moves messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidHandshake,
+    InvalidMessage,
+    InvalidStatus,
+    InvalidURI,
+)
+
+from toolkit._channels import (
+    Action,
+    Backoff,
+    Confirmation,
+    PendingRequest,
+    classify_reply,
+    subscription_request,
+    validate_subscription,
+)
+from toolkit._events import Event, SessionEvent, SessionKind, event_from_message
+from toolkit._exceptions import (
+    AuthenticationError,
+    ToolkitError,
+    TransportError,
+    redact_url,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit._client import Client
+
+__all__ = [
+    "ConfirmationTimeout",
+    "StreamClosed",
+    "StreamSession",
+    "StreamStats",
+    "default_retry",
+]
+
+_log = logging.getLogger("toolkit.stream")
+_TOKEN_IN_TEXT = re.compile(r"(token=)[^&\s\"']*", re.IGNORECASE)
+
+#: the service closes a connection after 2 h (PRODUCT.md); we rotate this long before
+DEFAULT_ROTATE_AFTER_S = 2 * 3600 - 5 * 60
+#: the idle limit is 10 min; a ping every minute keeps well clear of it
+DEFAULT_PING_INTERVAL_S = 60.0
+
+
+class ConfirmationTimeout(TransportError, TimeoutError):
+    """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
+
+
+class StreamClosed(ToolkitError):
+    """The session is closed (by the caller, or after an error that is not retried)."""
+
+
+class _State(Enum):
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def default_retry(exc: BaseException) -> bool:
+    """Whether a lost or failed connection is worth another attempt (the default
+    ``retry_on``): drops, network errors, timeouts and 429/5xx refusals are; a 401 is
+    handled apart (one forced signin), and anything else, e.g. a permission refused on
+    resubscribe, is not."""
+    if isinstance(exc, (ConnectionClosed, OSError, EOFError, TimeoutError, InvalidMessage)):
+        return True
+    if isinstance(exc, InvalidStatus):
+        return exc.response.status_code in (429, 500, 502, 503, 504)
+    return isinstance(exc, TransportError)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStats:
+    """Counters of a session: data messages received, events dropped by full queues,
+    reconnects done, and the id of the current connection."""
+
+    received: int
+    dropped: int
+    reconnects: int
+    connection_id: str
+
+
+class _RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """websockets logs the request line ``GET /?token=...``; the token must never reach
+    a log record, so messages are formatted and scrubbed before they are handed on."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
+        text = str(msg) % args if args else str(msg)
+        kwargs.setdefault("stacklevel", 2)
+        self.logger.log(level, _TOKEN_IN_TEXT.sub(r"\1***", text), **kwargs)
+
+
+@dataclass(eq=False)
+class _Connection:
+    ws: ClientConnection
+    id: str
+    opened_at: float  # loop time
+    seq: int = 0
+    pending: PendingRequest | None = None
+    waiter: asyncio.Future[Confirmation] | None = None
+    pong: asyncio.Future[Confirmation] | None = None
+    #: serializes subscribe/unsubscribe on this connection: confirmations carry no id
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    reader: asyncio.Task[None] | None = None
+    pinger: asyncio.Task[None] | None = None
+    closed_by_us: bool = False
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+
+class StreamSession:
+    """An ``async with`` WebSocket session on the service's channels.
+
+    ``subscribe``/``unsubscribe`` validate the channel before sending, then wait for the
+    service's confirmation (``confirm_timeout`` seconds, else ConfirmationTimeout); a
+    refusal raises PermissionDenied (naming the permission the channel needs) or
+    InvalidRequest. Events arrive in order through ``async for event in session``,
+    through callbacks (``add_callback``) and through bounded per-channel queues
+    (``queue``); a full queue drops the newest event and counts it in ``stats.dropped``.
+
+    The connection stays up: a ``{"action":"ping"}`` every ``ping_interval`` seconds
+    (no pong within ``ping_timeout`` cuts the connection), a make-before-break rotation
+    after ``rotate_after`` seconds, and, when ``reconnect`` is true, reconnection with
+    capped exponential backoff and jitter after a drop, a server close or a network
+    error, each attempt with a token from ``client.atoken()`` (a 401 forces one new
+    signin). Every subscription is restored and confirmed, then SessionEvents
+    ``resubscribed`` and ``gap`` (from when the drop was noticed to when the
+    subscriptions were back) are emitted. ``retry_on(exc)`` decides which errors are
+    retried (default: ``default_retry``); one that is not ends the session, and
+    ``async for`` raises it. ``sleep`` is how backoff waits (tests pass a fast one).
+
+    The first connection is made by ``__aenter__``; its failure raises at once
+    (AuthenticationError on a 401 refusal, TransportError otherwise). Closing the session
+    cancels the background tasks and ends ``async for``; a closed session cannot reopen.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        reconnect: bool = True,
+        queue_size: int = 10_000,
+        ping_interval: float | None = DEFAULT_PING_INTERVAL_S,
+        ping_timeout: float = 10.0,
+        rotate_after: float | None = DEFAULT_ROTATE_AFTER_S,
+        confirm_timeout: float = 10.0,
+        open_timeout: float = 10.0,
+        backoff: Backoff | None = None,
+        retry_on: Callable[[BaseException], bool] | None = None,
+        max_attempts: int | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+        ws_url: str | None = None,
+    ) -> None:
+        if queue_size < 1:
+            raise ValueError("queue_size must be >= 1")
+        self._client = client
+        self._reconnect = reconnect
+        self._ping_interval = ping_interval
+        self._ping_timeout = ping_timeout
+        self._rotate_after = rotate_after
+        self._confirm_timeout = confirm_timeout
+        self._open_timeout = open_timeout
+        self._backoff = backoff or Backoff()
+        self._retry_on = retry_on or default_retry
+        self._max_attempts = max_attempts
+        self._sleep = sleep or asyncio.sleep
+        self._ws_url = (ws_url or client.settings.ws_url).rstrip("/")
+        self._state = _State.UNOPENED
+        self._conn: _Connection | None = None
+        self._connections = 0
+        self._desired: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._user_lock = asyncio.Lock()
+        self._ready = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._error: BaseException | None = None
+        self._main: asyncio.Queue[Event] = asyncio.Queue(queue_size)
+        self._queues: dict[str, list[asyncio.Queue[Event]]] = {}
+        self._callbacks: list[Callable[[Event], Any]] = []
+        self._supervisor: asyncio.Task[None] | None = None
+        self._received = 0
+        self._dropped = 0
+        self._reconnects = 0
+        self._logger = _RedactingLogger(logging.getLogger("toolkit.stream.ws"), {})
+
+    # -- public surface ----------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"<StreamSession {self._state.value} url={redact_url(self._ws_url)!r} "
+            f"subscriptions={list(self._desired)!r}>"
+        )
+
+    @property
+    def subscriptions(self) -> tuple[str, ...]:
+        """Confirmed subscriptions as the service names them (``watchticker#btcbrl``)."""
+        return tuple(self._desired)
+
+    @property
+    def stats(self) -> StreamStats:
+        conn_id = self._conn.id if self._conn else ""
+        return StreamStats(self._received, self._dropped, self._reconnects, conn_id)
+
+    @property
+    def closed(self) -> bool:
+        return self._state is _State.CLOSED
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is up with every subscription restored."""
+        return self._ready.is_set() and not self.closed
+
+    @property
+    def error(self) -> BaseException | None:
+        """The error that ended the session, if one did."""
+        return self._error
+
+    async def __aenter__(self) -> StreamSession:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Make the first connection and start the background tasks."""
+        if self._state is not _State.UNOPENED:
+            raise StreamClosed("a stream session cannot be reopened; create a new one")
+        self._state = _State.OPEN
+        try:
+            conn = await self._open_translated()
+        except BaseException:
+            self._state = _State.CLOSED
+            self._closed.set()
+            raise
+        self._install(conn)
+        self._ready.set()
+        self._emit_session(conn, "connected", f"connected to {redact_url(self._url('x'))}")
+        self._supervisor = asyncio.create_task(self._supervise(), name="toolkit-stream")
+
+    async def aclose(self) -> None:
+        """Close the connection and stop every background task; idempotent."""
+        if self._state is _State.CLOSED:
+            return
+        self._state = _State.CLOSED
+        self._ready.clear()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._supervisor
+        if self._conn is not None:
+            await self._shutdown(self._conn, graceful=True)
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        """Wait until a connection is up with its subscriptions restored."""
+        await asyncio.wait_for(self._ready.wait(), timeout)
+
+    async def subscribe(self, channel: str, **data: Any) -> str:
+        """Subscribe to ``channel`` and wait for the confirmation; returns its key.
+
+        Validated before sending (InvalidRequest, nothing sent). Raises PermissionDenied
+        when the API key lacks the channel's permission, ConfirmationTimeout when no
+        confirmation arrives in ``confirm_timeout`` seconds.
+        """
+        name, clean = validate_subscription(channel, data)
+        key = await self._request("subscribe", name, clean)
+        if self._conn is not None:
+            self._emit_session(self._conn, "subscribed", key)
+        return key
+
+    async def unsubscribe(self, channel: str, **data: Any) -> str:
+        """Unsubscribe and wait for the confirmation; returns the key."""
+        name, clean = validate_subscription(channel, data)
+        key = await self._request("unsubscribe", name, clean)
+        if self._conn is not None:
+            self._emit_session(self._conn, "unsubscribed", key)
+        return key
+
+    def add_callback(self, fn: Callable[[Event], Any]) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event, in order, on the event loop; returns a
+        function that removes it. An exception in ``fn`` is logged, never propagated."""
+        self._callbacks.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._callbacks.remove(fn)
+
+        return remove
+
+    def queue(self, channel: str, maxsize: int = 10_000) -> asyncio.Queue[Event]:
+        """A bounded queue fed with the events of ``channel`` (any case; ``"_session"``
+        for session events). When it is full, new events are dropped and counted."""
+        name = channel.strip().lower()
+        q: asyncio.Queue[Event] = asyncio.Queue(maxsize)
+        self._queues.setdefault(name, []).append(q)
+        return q
+
+    def __aiter__(self) -> StreamSession:
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            with contextlib.suppress(asyncio.QueueEmpty):
+                return self._main.get_nowait()
+            if self._closed.is_set() or self._state is _State.CLOSED:
+                if self._error is not None:
+                    raise self._error
+                raise StopAsyncIteration
+            getter = asyncio.ensure_future(self._main.get())
+            closer = asyncio.ensure_future(self._closed.wait())
+            try:
+                await asyncio.wait((getter, closer), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closer.cancel()
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                return getter.result()
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def _request(self, action: Action, channel: str, data: dict[str, Any]) -> str:
+        if self._state is not _State.OPEN:
+            raise StreamClosed(f"cannot {action}: the stream session is {self._state.value}")
+        deadline = asyncio.get_running_loop().time() + self._confirm_timeout
+        async with self._user_lock:
+            while True:
+                remaining = deadline - asyncio.get_running_loop().time()
+                try:
+                    if not self._ready.is_set():
+                        await asyncio.wait_for(self._wait_ready(), max(remaining, 0.0))
+                except TimeoutError:
+                    raise ConfirmationTimeout(
+                        f"{action} {channel}: no connection within {self._confirm_timeout} s"
+                    ) from None
+                conn = self._conn
+                assert conn is not None
+                try:
+                    return await self._exchange(
+                        conn, PendingRequest(action, channel, data), remaining
+                    )
+                except ConnectionClosed:
+                    # the connection went away mid-request; the next one gets it again
+                    if not self._reconnect:
+                        raise
+                    self._ready.clear()
+
+    async def _wait_ready(self) -> None:
+        while not self._ready.is_set():
+            if self._state is not _State.OPEN:
+                raise StreamClosed("the stream session is closed") from self._error
+            waiter = asyncio.ensure_future(self._ready.wait())
+            closer = asyncio.ensure_future(self._closed.wait())
+            try:
+                await asyncio.wait((waiter, closer), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                closer.cancel()
+
+    async def _exchange(self, conn: _Connection, request: PendingRequest, timeout: float) -> str:
+        """Send one subscribe/unsubscribe on ``conn`` and wait for its confirmation."""
+        async with conn.lock:
+            loop = asyncio.get_running_loop()
+            conn.pending = request
+            conn.waiter = loop.create_future()
+            try:
+                await conn.ws.send(
+                    json.dumps(subscription_request(request.action, request.channel, request.data))
+                )
+                try:
+                    reply = await asyncio.wait_for(asyncio.shield(conn.waiter), max(timeout, 0.0))
+                except TimeoutError:
+                    raise ConfirmationTimeout(
+                        f"no confirmation of {request.action} {request.key} within "
+                        f"{self._confirm_timeout} s"
+                    ) from None
+            finally:
+                conn.pending = None
+                conn.waiter = None
+            if not reply.success:
+                raise request.error(reply)
+            return request.key
+
+    # -- connection lifecycle ----------------------------------------------------------
+
+    def _url(self, token: str) -> str:
+        return f"{self._ws_url}/?token={quote(token, safe='')}"
+
+    async def _token(self, force: bool) -> str:
+        if force:
+            # the client keeps a token until it expires; one the gateway refused must go
+            auth = getattr(self._client, "auth", None)
+            invalidate = getattr(auth, "invalidate", None)
+            if callable(invalidate):
+                invalidate()
+        return await self._client.atoken()
+
+    async def _open(self, force_token: bool = False) -> _Connection:
+        """One connection attempt, its reader started; raises the low-level error (for
+        ``retry_on``), except InvalidURI whose text would carry the token."""
+        token = await self._token(force_token)
+        try:
+            ws = await connect(
+                self._url(token),
+                open_timeout=self._open_timeout,
+                logger=self._logger,
+                proxy=None,
+                max_queue=64,
+            )
+        except InvalidURI:
+            raise ToolkitError(f"invalid WebSocket URL {redact_url(self._url('x'))}") from None
+        self._connections += 1
+        conn = _Connection(ws, f"c{self._connections}-{secrets.token_hex(3)}", 0.0)
+        conn.opened_at = asyncio.get_running_loop().time()
+        conn.reader = asyncio.create_task(self._read(conn), name=f"toolkit-stream-read-{conn.id}")
+        return conn
+
+    async def _open_translated(self) -> _Connection:
+        """``_open`` with the errors a caller sees: AuthenticationError on a refused token
+        (after one forced signin), TransportError for the network."""
+        shown = redact_url(self._url("x"))
+        force = False
+        while True:
+            try:
+                return await self._open(force)
+            except InvalidStatus as exc:
+                if exc.response.status_code == 401 and not force:
+                    force = True
+                    continue
+                raise self._status_error(exc) from None
+            except (OSError, TimeoutError, EOFError, InvalidHandshake) as exc:
+                raise TransportError(
+                    f"could not open the WebSocket connection to {shown}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+
+    def _status_error(self, exc: InvalidStatus) -> ToolkitError:
+        shown = redact_url(self._url("x"))
+        status = exc.response.status_code
+        if status == 401:
+            return AuthenticationError(
+                f"the gateway refused the WebSocket connection to {shown} (HTTP 401): the "
+                "operational token was missing or invalid, even after a fresh signin",
+                status=401,
+            )
+        return TransportError(
+            f"the gateway refused the WebSocket connection to {shown} (HTTP {status})",
+            status=status,
+        )
+
+    def _install(self, conn: _Connection) -> None:
+        """Make ``conn`` the session's connection and keep it alive with pings."""
+        self._conn = conn
+        if self._ping_interval and conn.pinger is None:
+            conn.pinger = asyncio.create_task(
+                self._ping(conn), name=f"toolkit-stream-ping-{conn.id}"
+            )
+
+    async def _shutdown(self, conn: _Connection, graceful: bool) -> None:
+        conn.closed_by_us = True
+        tasks = [t for t in (conn.pinger, conn.reader) if t is not None]
+        if graceful:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.ws.close(), 2.0)
+        else:
+            conn.ws.transport.abort()
+        for task in tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _restore(self, conn: _Connection) -> None:
+        """Subscribe ``conn`` to everything the session holds, each confirmed."""
+        for name, data in list(self._desired.values()):
+            request = PendingRequest("subscribe", name, data)
+            await self._exchange(conn, request, self._confirm_timeout)
+
+    async def _read(self, conn: _Connection) -> None:
+        """Read every message of ``conn`` until it ends (the ConnectionClosed is the
+        task's exception, for the supervisor); pending waiters fail with it."""
+        end: BaseException = ConnectionClosed(None, None)
+        try:
+            while True:
+                text = await conn.ws.recv()
+                received = time.time_ns()
+                try:
+                    msg = json.loads(text)
+                except ValueError:
+                    _log.warning("ignored a message that is not JSON on %s", conn.id)
+                    continue
+                if not isinstance(msg, dict):
+                    continue
+                reply = classify_reply(msg)
+                if reply is not None:
+                    self._on_reply(conn, reply)
+                    continue
+                try:
+                    event = event_from_message(
+                        msg, received_at_ns=received, connection_id=conn.id, seq=conn.next_seq()
+                    )
+                except (ValueError, TypeError) as err:
+                    _log.warning("ignored a malformed data message on %s: %s", conn.id, err)
+                    continue
+                self._received += 1
+                self._dispatch(event)
+        except ConnectionClosed as err:
+            end = err
+            raise
+        finally:
+            for fut in (conn.waiter, conn.pong):
+                if fut is not None and not fut.done():
+                    fut.set_exception(end)
+                    fut.exception()  # retrieved here: the waiter may have given up
+
+    def _on_reply(self, conn: _Connection, reply: Confirmation) -> None:
+        if reply.kind == "pong":
+            if conn.pong is not None and not conn.pong.done():
+                conn.pong.set_result(reply)
+            return
+        pending, waiter = conn.pending, conn.waiter
+        if (
+            pending is not None
+            and waiter is not None
+            and not waiter.done()
+            and pending.matches(reply)
+        ):
+            if reply.success:
+                # recorded here, in the reader, so a drop right after the confirmation
+                # cannot slip between it and the restore of the next connection
+                if pending.action == "subscribe":
+                    self._desired[pending.key] = (pending.channel, pending.data)
+                else:
+                    self._desired.pop(pending.key, None)
+            waiter.set_result(reply)
+            return
+        # e.g. the late answer to a request that already timed out
+        _log.debug("ignored an unmatched confirmation on %s: %s", conn.id, reply.message)
+
+    async def _ping(self, conn: _Connection) -> None:
+        """Keep ``conn`` inside the idle limit; a missing pong means a dead connection."""
+        assert self._ping_interval
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._ping_interval)
+            conn.pong = loop.create_future()
+            try:
+                await conn.ws.send(json.dumps({"action": "ping"}))
+                await asyncio.wait_for(asyncio.shield(conn.pong), self._ping_timeout)
+            except TimeoutError:
+                _log.warning(
+                    "no pong on %s within %s s: cutting the connection", conn.id, self._ping_timeout
+                )
+                conn.ws.transport.abort()
+                return
+            except ConnectionClosed:
+                return
+            finally:
+                conn.pong = None
+
+    async def _supervise(self) -> None:
+        """Watch the current connection: rotate it before the max duration, replace it
+        when it ends; end the session on an error ``retry_on`` refuses."""
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                conn = self._conn
+                assert conn is not None and conn.reader is not None
+                timeout = None
+                if self._rotate_after is not None:
+                    timeout = max(0.0, conn.opened_at + self._rotate_after - loop.time())
+                done, _ = await asyncio.wait((conn.reader,), timeout=timeout)
+                if not done:
+                    await self._rotate(conn)
+                    continue
+                exc = conn.reader.exception() if not conn.reader.cancelled() else None
+                noticed = time.time_ns()
+                reason = _describe_end(exc)
+                self._ready.clear()
+                await self._shutdown(conn, graceful=False)
+                self._emit_session(conn, "disconnected", reason)
+                _log.info("stream connection %s ended: %s", conn.id, reason)
+                if not self._reconnect or not self._retry_on(exc or ConnectionClosed(None, None)):
+                    raise exc or StreamClosed(f"the connection ended ({reason})")
+                new = await self._reconnect_loop()
+                self._reconnects += 1
+                self._install(new)
+                end = time.time_ns()
+                self._ready.set()
+                self._emit_session(new, "connected", f"reconnected after: {reason}")
+                self._emit_session(new, "resubscribed", ",".join(self._desired))
+                self._emit_session(new, "gap", reason, gap_start_ns=noticed, gap_end_ns=end)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+
+    async def _rotate(self, old: _Connection) -> None:
+        """Make-before-break: a new connection with every subscription confirmed takes
+        over, then the old one is closed, so nothing is missed (duplicates may occur).
+        Holds the user lock so no subscribe lands on the old connection meanwhile."""
+        async with self._user_lock:
+            try:
+                new = await self._open_translated()
+                try:
+                    await self._restore(new)
+                except BaseException:
+                    await self._shutdown(new, graceful=False)
+                    raise
+            except (ToolkitError, ConnectionClosed, OSError) as exc:
+                _log.warning("rotation failed (%s); keeping the current connection", exc)
+                # try again in a few seconds rather than spinning
+                old.opened_at = asyncio.get_running_loop().time() - (self._rotate_after or 0) + 5
+                return
+            self._install(new)
+        self._emit_session(new, "connected", f"rotated from {old.id}")
+        await self._shutdown(old, graceful=True)
+
+    async def _reconnect_loop(self) -> _Connection:
+        """Connect again, with backoff, until a connection has every subscription back."""
+        backoff = self._backoff
+        backoff.reset()
+        attempts = 0
+        forced = False
+        while True:
+            await self._sleep(backoff.next_delay())
+            attempts += 1
+            conn: _Connection | None = None
+            try:
+                conn = await self._open(force_token=forced)
+                await self._restore(conn)
+                return conn
+            except InvalidStatus as exc:
+                if exc.response.status_code == 401:
+                    if forced:
+                        raise self._status_error(exc) from None
+                    forced = True  # a new signin, then straight back
+                    backoff.reset()
+                    continue
+                if not self._retry_on(exc):
+                    raise self._status_error(exc) from None
+                last: BaseException = exc
+            except BaseException as exc:
+                if conn is not None:
+                    await self._shutdown(conn, graceful=False)
+                if isinstance(exc, asyncio.CancelledError) or not self._retry_on(exc):
+                    raise
+                last = exc
+            _log.info("reconnect attempt %d failed: %s: %s", attempts, type(last).__name__, last)
+            if self._max_attempts is not None and attempts >= self._max_attempts:
+                raise TransportError(
+                    f"could not reconnect after {attempts} attempts "
+                    f"(last error: {type(last).__name__})"
+                ) from None
+
+    def _fail(self, exc: BaseException) -> None:
+        if not isinstance(exc, ToolkitError):
+            cause = exc
+            exc = TransportError(f"the stream session ended: {_describe_end(cause)}")
+            exc.__cause__ = cause
+        _log.warning("stream session ended: %s", exc)
+        self._error = exc
+        self._state = _State.CLOSED
+        self._ready.clear()
+        conn = self._conn
+        if conn is not None:
+            self._emit_session(conn, "disconnected", f"closed: {exc}")
+        self._closed.set()
+
+    # -- events ------------------------------------------------------------------------
+
+    def _emit_session(
+        self,
+        conn: _Connection,
+        kind: SessionKind,
+        detail: str,
+        *,
+        gap_start_ns: int | None = None,
+        gap_end_ns: int | None = None,
+    ) -> None:
+        event = SessionEvent(
+            channel="_session",
+            received_at_ns=time.time_ns(),
+            connection_id=conn.id,
+            seq=conn.next_seq(),
+            raw=None,
+            kind=kind,
+            detail=detail,
+            gap_start_ns=gap_start_ns,
+            gap_end_ns=gap_end_ns,
+        )
+        self._dispatch(event)
+
+    def _dispatch(self, event: Event) -> None:
+        self._offer(self._main, event)
+        for q in self._queues.get(event.channel, ()):
+            self._offer(q, event)
+        for fn in list(self._callbacks):
+            try:
+                fn(event)
+            except Exception:
+                _log.exception("a stream callback failed")
+
+    def _offer(self, q: asyncio.Queue[Event], event: Event) -> None:
+        try:
+            q.put_nowait(event)
+        except asyncio.QueueFull:
+            self._dropped += 1
+
+
+def _describe_end(exc: BaseException | None) -> str:
+    if isinstance(exc, ConnectionClosed):
+        rcvd = exc.rcvd
+        if rcvd is not None:
+            return f"closed by the server (code {rcvd.code}, {rcvd.reason or 'no reason'})"
+        return "connection lost without a close frame"
+    if exc is not None:
+        return f"{type(exc).__name__}: {exc}"
+    return "connection ended"

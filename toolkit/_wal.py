@@ -1,0 +1,267 @@
+"""Append-only write-ahead segments for the recorder: length-prefixed, checksummed records
+of recorded rows that stay readable after a crash (a torn last record is ignored).
+
+Layout of a segment file: the 8-byte magic ``TKWAL01\\n`` followed by records, each
+``<u32 payload length><u32 crc32 of payload><payload>``. A row's payload is a fixed struct
+of numbers and string lengths followed by the UTF-8 strings (see :func:`encode_row`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+MAGIC = b"TKWAL01\n"
+SUFFIX = ".wal"
+
+_HEADER = struct.Struct("<II")
+# received_at_ns, seq, updated_at_ms, gap_start_ns, gap_end_ns, bid, ask, last, then the
+# byte lengths of the 8 strings of ``_STRING_FIELDS``
+_FIXED = struct.Struct("<qqqqqddd8I")
+_NULL_INT = -(2**63)
+_NULL_LEN = 0xFFFFFFFF
+# a single record larger than this is corruption, not data: stop reading there
+_MAX_RECORD = 256 * 1024 * 1024
+_NAN = math.nan
+_pack_fixed = _FIXED.pack
+_pack_header = _HEADER.pack
+_crc32 = zlib.crc32
+
+
+class Row(NamedTuple):
+    """One recorded row: a data message (``raw`` is its JSON text) or a session row
+    (``channel == "_session"`` with ``kind``/``detail``/``gap_*``)."""
+
+    received_at_ns: int
+    connection_id: str
+    seq: int
+    channel: str
+    symbol: str | None = None
+    order_id: str | None = None
+    status: str | None = None
+    updated_at_ms: int | None = None
+    bid: float | None = None
+    ask: float | None = None
+    last: float | None = None
+    kind: str | None = None
+    detail: str | None = None
+    gap_start_ns: int | None = None
+    gap_end_ns: int | None = None
+    raw: str | None = None
+
+
+def _int_or_null(value: int | None) -> int:
+    return _NULL_INT if value is None else value
+
+
+def _float_or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def encode_row(row: Row) -> bytes:
+    """The framed record (header + payload) of one row."""
+    # the hot path of the recorder: unrolled, one join, no per-field Python loop
+    (recv, conn, seq, channel, symbol, order_id, status, upd, bid, ask, last, kind, detail,
+     gs, ge, raw) = row  # fmt: skip
+    try:
+        c = conn.encode()
+        ch = channel.encode()
+        sy = b"" if symbol is None else symbol.encode()
+        oi = b"" if order_id is None else order_id.encode()
+        st = b"" if status is None else status.encode()
+        ki = b"" if kind is None else kind.encode()
+        de = b"" if detail is None else detail.encode()
+        rw = b"" if raw is None else raw.encode()
+    except UnicodeEncodeError:
+        return _encode_lossless(row)  # lone surrogates, e.g. from a "\ud800" escape
+    payload = b"".join(
+        (
+            _pack_fixed(
+                recv,
+                seq,
+                _NULL_INT if upd is None else upd,
+                _NULL_INT if gs is None else gs,
+                _NULL_INT if ge is None else ge,
+                _NAN if bid is None else bid,
+                _NAN if ask is None else ask,
+                _NAN if last is None else last,
+                len(c),
+                len(ch),
+                _NULL_LEN if symbol is None else len(sy),
+                _NULL_LEN if order_id is None else len(oi),
+                _NULL_LEN if status is None else len(st),
+                _NULL_LEN if kind is None else len(ki),
+                _NULL_LEN if detail is None else len(de),
+                _NULL_LEN if raw is None else len(rw),
+            ),
+            c,
+            ch,
+            sy,
+            oi,
+            st,
+            ki,
+            de,
+            rw,
+        )
+    )
+    return _pack_header(len(payload), _crc32(payload)) + payload
+
+
+def _encode_lossless(row: Row) -> bytes:
+    strings = (
+        row.connection_id,
+        row.channel,
+        row.symbol,
+        row.order_id,
+        row.status,
+        row.kind,
+        row.detail,
+        row.raw,
+    )
+    encoded = [None if s is None else s.encode("utf-8", "surrogatepass") for s in strings]
+    payload = _FIXED.pack(
+        row.received_at_ns,
+        row.seq,
+        _int_or_null(row.updated_at_ms),
+        _int_or_null(row.gap_start_ns),
+        _int_or_null(row.gap_end_ns),
+        _float_or_nan(row.bid),
+        _float_or_nan(row.ask),
+        _float_or_nan(row.last),
+        *[_NULL_LEN if b is None else len(b) for b in encoded],
+    ) + b"".join([b for b in encoded if b])
+    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def decode_payload(payload: bytes | memoryview) -> Row:
+    """The row of one record's payload (raises ``ValueError`` on a malformed payload)."""
+    try:
+        fixed = _FIXED.unpack_from(payload, 0)
+    except struct.error as exc:
+        raise ValueError("truncated row payload") from exc
+    recv, seq, upd, gs, ge, bid, ask, last = fixed[:8]
+    offset = _FIXED.size
+    strings: list[str | None] = []
+    for n in fixed[8:]:
+        if n == _NULL_LEN:
+            strings.append(None)
+            continue
+        end = offset + n
+        if end > len(payload):
+            raise ValueError("truncated row payload")
+        strings.append(bytes(payload[offset:end]).decode("utf-8", "surrogatepass"))
+        offset = end
+    conn, channel, symbol, order_id, status, kind, detail, raw = strings
+    return Row(
+        received_at_ns=recv,
+        connection_id=conn or "",
+        seq=seq,
+        channel=channel or "",
+        symbol=symbol,
+        order_id=order_id,
+        status=status,
+        updated_at_ms=None if upd == _NULL_INT else upd,
+        bid=None if math.isnan(bid) else bid,
+        ask=None if math.isnan(ask) else ask,
+        last=None if math.isnan(last) else last,
+        kind=kind,
+        detail=detail,
+        gap_start_ns=None if gs == _NULL_INT else gs,
+        gap_end_ns=None if ge == _NULL_INT else ge,
+        raw=raw,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentScan:
+    """What reading a segment found: the rows and how many trailing bytes were ignored
+    (a record torn by a crash, or garbage after it)."""
+
+    rows: list[Row]
+    ignored_bytes: int
+
+
+def iter_payloads(data: bytes) -> Iterator[tuple[int, memoryview]]:
+    """(end offset, payload) of every intact record of a segment's bytes, in order; stops
+    silently at the first torn or corrupt record, since everything after it is suspect."""
+    if not data.startswith(MAGIC):
+        return
+    view = memoryview(data)
+    offset = len(MAGIC)
+    total = len(data)
+    header = _HEADER
+    while offset + header.size <= total:
+        length, crc = header.unpack_from(data, offset)
+        start = offset + header.size
+        end = start + length
+        if length > _MAX_RECORD or end > total:
+            return
+        payload = view[start:end]
+        if zlib.crc32(payload) != crc:
+            return
+        yield end, payload
+        offset = end
+
+
+def read_segment(path: str | os.PathLike[str]) -> SegmentScan:
+    """Every intact row of a segment file; a torn last record is ignored, not an error."""
+    data = Path(path).read_bytes()
+    rows: list[Row] = []
+    good_end = len(MAGIC) if data.startswith(MAGIC) else 0
+    for end, payload in iter_payloads(data):
+        rows.append(decode_payload(payload))
+        good_end = end
+    return SegmentScan(rows=rows, ignored_bytes=len(data) - good_end)
+
+
+def iter_segment_rows(path: str | os.PathLike[str]) -> Iterator[Row]:
+    """The intact rows of a segment file, one at a time."""
+    data = Path(path).read_bytes()
+    for _end, payload in iter_payloads(data):
+        yield decode_payload(payload)
+
+
+class Segment:
+    """One append-only segment file being written. ``write`` buffers in the OS file;
+    ``sync`` makes everything written so far durable (flush + fsync)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        # O_APPEND + exclusive create: a segment is only ever written by the one
+        # recorder that named it
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._file = os.fdopen(fd, "ab", buffering=1024 * 1024)
+        self._file.write(MAGIC)
+        self.size = len(MAGIC)
+        self.closed = False
+
+    def write(self, framed: bytes) -> None:
+        """Append already framed records (one or many concatenated)."""
+        self._file.write(framed)
+        self.size += len(framed)
+
+    def write_rows(self, rows: Iterable[Row]) -> int:
+        """Encode and append rows; returns the number of bytes appended."""
+        data = b"".join([encode_row(r) for r in rows])
+        self.write(data)
+        return len(data)
+
+    def sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.sync()
+        self._file.close()
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"Segment({self.path.name!r}, size={self.size})"

@@ -1,0 +1,745 @@
+"""Everything the running simulator knows: order stores per account, the lagging listing
+replica and its pagination tokens, balances, and the lifecycle commands that publish events."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import bisect
+import hashlib
+import hmac
+import json
+import math
+import random
+import secrets
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, Literal
+
+from toolkit.sim._accounts import PROFILES, TokenStore
+from toolkit.sim._bus import Bus
+from toolkit.sim._engine import Engine, Market
+from toolkit.sim._history import generate_history
+from toolkit.sim._knobs import Knobs
+from toolkit.sim._orders import (
+    ACTIVE,
+    EXECUTING,
+    LIMIT_FINAL,
+    MARKET_FINAL,
+    Order,
+    crypto,
+    fiat,
+    format_order,
+    list_item,
+    make_fill,
+    make_quotes,
+    q,
+)
+
+SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL")
+PRIORITY_SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL")
+INITIAL_BALANCES: dict[str, dict[str, Decimal]] = {
+    "A1": {
+        "BRL": Decimal("2000000"),
+        "BTC": Decimal("10"),
+        "ETH": Decimal("100"),
+        "SOL": Decimal("2000"),
+        "USDT": Decimal("300000"),
+    },
+    "A2": {
+        "BRL": Decimal("50000"),
+        "BTC": Decimal("0.5"),
+        "ETH": Decimal("5"),
+        "SOL": Decimal("100"),
+        "USDT": Decimal("10000"),
+    },
+}
+#: outcome-only mode (spec 6, cancel route's reading): limit orders publish just these
+OUTCOME_STATUSES = frozenset({"PROCESSING", "EXECUTED", "CLOSED"})
+LIMIT_CHAIN = ("OPEN", "TRIGGERED", "PROCESSING", "EXECUTED", "CLOSED")
+MARKET_CHAIN = ("PENDING", "EXECUTED", "CLOSED")
+_TOKEN_MAGIC = b"\xfb\xff"  # base64 of these starts with "+/": every token carries both
+
+CancelOutcome = Literal["accepted", "executing", "cancelling", "final", "not_found"]
+
+
+class RateLimiter:
+    """A token bucket per API key: ``rate`` requests per second, bursts up to ``rate``."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def check(self, key: str, rate: float | None) -> float | None:
+        """None when allowed; otherwise the seconds to wait before the next request."""
+        if rate is None or rate <= 0:
+            return None
+        now = time.monotonic()
+        capacity = max(rate, 1.0)
+        tokens, last = self._buckets.get(key, (capacity, now))
+        tokens = min(capacity, tokens + (now - last) * rate)
+        if tokens >= 1.0:
+            self._buckets[key] = (tokens - 1.0, now)
+            return None
+        self._buckets[key] = (tokens, now)
+        return (1.0 - tokens) / rate
+
+
+class _Index:
+    """One account's limit orders in listing order: keys (createdAt, id) ascending."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, str]] = []
+        self.orders: list[Order] = []
+
+    def add(self, order: Order) -> None:
+        key = (order.created_at, order.id)
+        i = bisect.bisect_left(self.keys, key)
+        self.keys.insert(i, key)
+        self.orders.insert(i, order)
+
+
+class InvalidCommand(ValueError):
+    """A control or REST command that the order's state does not allow."""
+
+
+class SimState:
+    """The simulator's state; also what the WebSocket handler reads (``app.state.sim``)."""
+
+    def __init__(self, knobs: Knobs, *, now_ms: int | None = None) -> None:
+        self.knobs = knobs
+        self.tokens = TokenStore(knobs.token_ttl_s)
+        self.bus = Bus()
+        self.symbols = SYMBOLS
+        self.priority_symbols = PRIORITY_SYMBOLS
+        self.market = Market(knobs.seed, SYMBOLS)
+        self.rate_limiter = RateLimiter()
+        self.rng = random.Random(knobs.seed * 1_000_003 + 1)
+        self._rng503 = random.Random(knobs.seed + 503)
+        self._token_key = secrets.token_bytes(32)
+        self.orders: dict[str, Order] = {}
+        self.by_account: dict[str, list[str]] = {a: [] for a in PROFILES}
+        self._index: dict[str, _Index] = {a: _Index() for a in PROFILES}
+        self._client_ids: dict[str, set[str]] = {a: set() for a in PROFILES}
+        self._open: dict[str, Order] = {}
+        self.events: dict[str, list[str]] = {}
+        self.balances: dict[str, dict[str, list[Decimal]]] = {
+            a: {asset: [amt, Decimal(0)] for asset, amt in b.items()}
+            for a, b in INITIAL_BALANCES.items()
+        }
+        now = self.now_ms() if now_ms is None else now_ms
+        # the history is anchored on the hour so one seed gives one history for a while
+        anchor = now // 3_600_000 * 3_600_000
+        history, self._next_seq = generate_history(knobs.seed, knobs.history_orders, anchor)
+        for order in history:
+            self._add(order)
+            if order.is_limit and order.status in ACTIVE:
+                self._lock(order, force=True)
+                if order.status == "OPEN":
+                    self._open[order.id] = order
+        self.engine = Engine(self)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handles: set[asyncio.TimerHandle] = set()
+
+    # ---------------------------------------------------------------- plumbing
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Called on the server loop at startup: timers and the engine live there."""
+        self._loop = loop
+        for order in list(self._open.values()):
+            self._schedule_expiry(order)
+        if self.knobs.engine:
+            self.engine.start()
+
+    async def close(self) -> None:
+        await self.engine.stop()
+        for handle in self._handles:
+            handle.cancel()
+        self._handles.clear()
+
+    async def set_engine(self, running: bool) -> None:
+        self.knobs.engine = running
+        if running:
+            self.engine.start()
+        else:
+            await self.engine.stop()
+
+    def _later(self, delay_s: float, fn: Callable[..., None], *args: Any) -> None:
+        if self._loop is None:
+            return
+        handle: asyncio.TimerHandle | None = None
+
+        def run() -> None:
+            if handle is not None:
+                self._handles.discard(handle)
+            fn(*args)
+
+        handle = self._loop.call_later(max(delay_s, 0.0), run)
+        self._handles.add(handle)
+
+    def _next_id(self, kind: str) -> str:
+        seq = self._next_seq
+        self._next_seq += 1
+        return f"{kind}-{seq:06d}-{self.rng.getrandbits(16):04x}"
+
+    def _add(self, order: Order) -> None:
+        self.orders[order.id] = order
+        self.by_account.setdefault(order.account, []).append(order.id)
+        if order.is_limit:
+            self._index.setdefault(order.account, _Index()).add(order)
+            if order.client_order_id:
+                self._client_ids.setdefault(order.account, set()).add(order.client_order_id)
+
+    def _stamp(self, order: Order) -> int:
+        # strictly increasing, so reconciliation by updatedAt never sees two states tie
+        order.updated_at = max(self.now_ms(), order.updated_at + 1)
+        return order.updated_at
+
+    def _transition(self, order: Order, to: str, *, publish: bool = True) -> None:
+        order.materialize()
+        if order.is_limit and order.versions is None:
+            # first change of a history order: the replica still knows its old state
+            order.versions = [(0, list_item(order))]
+        order.status = to
+        now = self._stamp(order)
+        if order.is_limit:
+            if to == "OPEN":
+                self._open[order.id] = order
+            else:
+                self._open.pop(order.id, None)
+            assert order.versions is not None
+            order.versions.append((now, list_item(order)))
+        if publish:
+            self._publish_order(order)
+
+    def _publish_order(self, order: Order) -> None:
+        knobs = self.knobs
+        outcome_only = knobs.limit_events == "outcome_only"
+        if order.is_limit and outcome_only and order.status not in OUTCOME_STATUSES:
+            return
+        message = format_order(order, knobs.status_case, knobs.service_name)
+        self.events.setdefault(order.id, []).append(message["status"])
+        self.bus.publish(("watchorders", order.account), message, account=order.account)
+
+    def format(self, order: Order) -> dict[str, Any]:
+        return format_order(order, self.knobs.status_case, self.knobs.service_name)
+
+    # ---------------------------------------------------------------- balances
+    def _lock_need(self, order: Order) -> tuple[str, Decimal]:
+        base, quote = order.symbol.split("/")
+        if order.side == "buy":
+            return quote, order.quote_amount_original
+        return base, order.amount
+
+    def _lock(self, order: Order, *, force: bool = False) -> bool:
+        asset, need = self._lock_need(order)
+        wallet = self.balances.setdefault(order.account, {})
+        free, locked = wallet.setdefault(asset, [Decimal(0), Decimal(0)])
+        if not force and free < need:
+            return False
+        if not force:
+            free -= need
+        wallet[asset] = [free, locked + need]
+        order.lock = (asset, need)
+        return True
+
+    def _unlock(self, order: Order) -> None:
+        if order.lock is None:
+            return
+        asset, amt = order.lock
+        order.lock = None
+        wallet = self.balances[order.account]
+        free, locked = wallet[asset]
+        wallet[asset] = [free + amt, max(locked - amt, Decimal(0))]
+
+    def _can_afford(
+        self, account: str, symbol: str, side: str, amount: Decimal, quote: Decimal
+    ) -> bool:
+        base, quote_asset = symbol.split("/")
+        wallet = self.balances.get(account, {})
+        if side == "buy":
+            return wallet.get(quote_asset, [Decimal(0)])[0] >= quote
+        return wallet.get(base, [Decimal(0)])[0] >= amount
+
+    def _settle(self, order: Order) -> None:
+        """Move the fill's money: release the lock, then pay and receive."""
+        self._unlock(order)
+        order.materialize()
+        fill = order.fill
+        if fill is None:
+            return
+        base, quote = order.symbol.split("/")
+        wallet = self.balances.setdefault(order.account, {})
+        for asset in (base, quote):
+            wallet.setdefault(asset, [Decimal(0), Decimal(0)])
+        if order.side == "buy":
+            wallet[quote][0] -= fill.cost + fill.fee_cost + order.operational_fees
+            wallet[base][0] += fill.filled
+        else:
+            wallet[base][0] -= fill.filled
+            wallet[quote][0] += fill.cost - fill.fee_cost - order.operational_fees
+        self.publish_balance(order.account)
+
+    def balance_message(self, account: str) -> dict[str, Any]:
+        rows = []
+        for asset, (free, locked) in sorted(self.balances.get(account, {}).items()):
+            fmt = fiat if asset == "BRL" else crypto
+            rows.append(
+                {
+                    "asset": asset,
+                    "free": fmt(free),
+                    "locked": fmt(locked),
+                    "total": fmt(free + locked),
+                }
+            )
+        return {"balances": rows, "timestamp": self.now_ms()}
+
+    def publish_balance(self, account: str) -> None:
+        self.bus.publish(("watchbalance", account), self.balance_message(account), account=account)
+
+    def publish_tickers(self, symbols: tuple[str, ...] | None = None) -> None:
+        now = self.now_ms()
+        tickers = [self.market.ticker(sym, now) for sym in self.symbols]
+        for ticker in tickers:
+            if symbols is None or ticker["symbol"] in symbols:
+                self.bus.publish(("watchticker", ticker["symbol"]), ticker)
+        self.bus.publish(("watchtickers", None), {"tickers": tickers})
+
+    # ---------------------------------------------------------------- limit orders
+    def create_limit(
+        self,
+        account: str,
+        profile: str,
+        symbol: str,
+        side: str,
+        amount: Decimal | None,
+        quote_amount: Decimal | None,
+        limit_price: Decimal,
+        expires_at: int,
+        client_order_id: str | None,
+    ) -> Order:
+        """A validated request becomes OPEN, or REJECTED for a duplicate clientOrderId or
+        an insufficient balance; either way the order exists and is returned."""
+        now = self.now_ms()
+        if amount is None:
+            assert quote_amount is not None
+            amount = q(quote_amount / limit_price, 8)
+            quote_original = q(quote_amount, 2)
+        else:
+            quote_original = q(amount * limit_price, 2)
+        _, bid_venue, _, ask_venue = self.market.best(symbol)
+        order = Order(
+            id=self._next_id("l"),
+            account=account,
+            profile=profile,
+            type="limit",
+            symbol=symbol,
+            side=side,
+            status="OPEN",
+            created_at=now,
+            updated_at=now - 1,
+            amount=amount,
+            quote_amount_original=quote_original,
+            channel="api",
+            rule="best_price",
+            service_managed=self.rng.random() < 0.5,
+            exchange=ask_venue if side == "buy" else bid_venue,
+            tier=self.rng.randrange(3),
+            order_pool_id=f"pool-{self.rng.getrandbits(32):08x}",
+            limit_price=limit_price,
+            expires_at=expires_at,
+            client_order_id=client_order_id,
+        )
+        order.versions = []
+        duplicate = bool(client_order_id) and client_order_id in self._client_ids.get(
+            account, set()
+        )
+        if client_order_id and not duplicate:
+            self._client_ids.setdefault(account, set()).add(client_order_id)
+        order.client_order_id = None  # registered above; _add must not re-register it
+        self._add(order)
+        order.client_order_id = client_order_id
+        if duplicate:
+            self._reject(order, "duplicate")
+        elif not self._lock(order):
+            self._reject(order, "insufficient balance")
+        else:
+            self._transition(order, "OPEN")
+            self._schedule_expiry(order)
+            self.publish_balance(account)
+        return order
+
+    def _reject(self, order: Order, reason: str) -> None:
+        order.status_reason = reason
+        order.error_message = reason
+        self._unlock(order)
+        self._transition(order, "REJECTED")
+
+    def _schedule_expiry(self, order: Order) -> None:
+        if order.expires_at is not None:
+            self._later((order.expires_at - self.now_ms()) / 1000, self._expire, order.id)
+
+    def _expire(self, order_id: str) -> None:
+        order = self.orders.get(order_id)
+        if order is None or order.status != "OPEN":
+            return
+        if order.expires_at is not None and order.expires_at > self.now_ms():
+            self._schedule_expiry(order)  # timers may fire a hair early
+            return
+        self._unlock(order)
+        order.status_reason = "expired"
+        self._transition(order, "EXPIRED")
+        self.publish_balance(order.account)
+
+    def find(self, account: str, order_id: str, profile: str | None = None) -> Order | None:
+        order = self.orders.get(order_id)
+        if order is None or order.account != account:
+            return None
+        if profile is not None and order.profile != profile:
+            return None
+        return order
+
+    def cancel(
+        self, account: str, profile: str, order_id: str, reason: str | None, *, batch: bool = False
+    ) -> tuple[CancelOutcome, Order | None]:
+        """Spec 3.2 / 4.3: only OPEN cancels at once; while executing the request is kept
+        and honoured on a re-arm; CANCELLING and finalized orders are left alone."""
+        order = self.find(account, order_id, profile)
+        if order is None or not order.is_limit:
+            return "not_found", None
+        if order.status == "OPEN":
+            order.cancel_requested_at = self.now_ms()
+            order.cancel_reason = reason or "requested by user"
+            self._start_cancel(order, publish=not batch)
+            return "accepted", order
+        if order.status in EXECUTING:
+            if not order.cancel_deferred:
+                order.cancel_deferred = True
+                order.cancel_reason = reason or "requested by user"
+            return "executing", order
+        if order.status == "CANCELLING":
+            return "cancelling", order
+        return "final", order
+
+    def _start_cancel(self, order: Order, *, publish: bool = True) -> None:
+        order.cancel_deferred = False
+        self._transition(order, "CANCELLING", publish=publish)
+        self._later(float(self.knobs.cancel_completion_s), self._complete_cancel, order.id)
+
+    def _complete_cancel(self, order_id: str) -> None:
+        order = self.orders.get(order_id)
+        if order is None or order.status != "CANCELLING" or order.held:
+            return
+        self._unlock(order)
+        order.status_reason = order.cancel_reason or "requested by user"
+        self._transition(order, "CANCELLED")
+        self.publish_balance(order.account)
+
+    def check_triggers(self, symbol: str, *, may_fail: bool = False) -> list[str]:
+        """Trigger every OPEN limit order the current prices cross: a buy when the best
+        ask is at or below its limit, a sell when the best bid is at or above it."""
+        bid, bid_venue, ask, ask_venue = self.market.best(symbol)
+        fired: list[str] = []
+        for order in list(self._open.values()):
+            if order.symbol != symbol or order.held or order.limit_price is None:
+                continue
+            if order.side == "buy" and ask <= order.limit_price:
+                self._trigger(order, ask, ask_venue)
+            elif order.side == "sell" and bid >= order.limit_price:
+                self._trigger(order, bid, bid_venue)
+            else:
+                continue
+            fired.append(order.id)
+            self._later(float(self.knobs.execution_step_s), self._step, order.id, may_fail)
+        return fired
+
+    def _trigger(self, order: Order, price: Decimal, venue: str) -> None:
+        order.trigger = {
+            "triggerPrice": format(price, "f"),
+            "triggerExchange": venue,
+            "triggeredAt": self.now_ms(),
+        }
+        self._transition(order, "TRIGGERED")
+
+    def _quote(self, order: Order) -> tuple[str, Decimal]:
+        order.materialize()
+        bid, _, ask, _ = self.market.best(order.symbol)
+        ref = ask if order.side == "buy" else bid
+        if order.limit_price is not None:
+            ref = (
+                min(ref, order.limit_price) if order.side == "buy" else max(ref, order.limit_price)
+            )
+        quotes, venue, price = make_quotes(
+            self.rng, order.symbol, order.side, ref, self.now_ms(), order.rule
+        )
+        order.quotes = quotes
+        if not order.service_managed:
+            order.exchange = venue
+        return venue, price
+
+    def _execute(self, order: Order) -> None:
+        order.materialize()
+        if not order.quotes:
+            self._quote(order)
+        assert order.quotes
+        healthy = [t for t in order.quotes if "reason" not in t]
+        pick = (
+            min(healthy, key=lambda t: Decimal(t["price"]))
+            if order.side == "buy"
+            else max(healthy, key=lambda t: Decimal(t["price"]))
+        )
+        venue, price = pick["exchange"], Decimal(pick["price"])
+        if not order.service_managed:
+            order.exchange = venue
+        now = self.now_ms()
+        order.fill = make_fill(self.rng, order, venue, price, now, taker=not order.is_limit)
+        order.executed_at = now
+
+    def _step(self, order_id: str, may_fail: bool = False) -> None:
+        """One beat of the execution cycle: TRIGGERED -> PROCESSING -> EXECUTED -> closed;
+        a recoverable failure (engine only, knob ``rearm_rate``) re-arms to OPEN."""
+        order = self.orders.get(order_id)
+        if order is None or order.held:
+            return
+        if order.status == "TRIGGERED":
+            if may_fail and self.rng.random() < float(self.knobs.rearm_rate):
+                self._rearm(order)
+                return
+            self._quote(order)
+            self._transition(order, "PROCESSING")
+        elif order.status == "PROCESSING":
+            self._execute(order)
+            self._transition(order, "EXECUTED")
+        elif order.status == "EXECUTED":
+            self._transition(order, "CLOSED")
+            self._settle(order)
+            return
+        else:
+            return
+        self._later(float(self.knobs.execution_step_s), self._step, order_id, may_fail)
+
+    def _rearm(self, order: Order) -> None:
+        order.held = False
+        order.trigger = None
+        order.quotes = None
+        order.status_reason = "re-armed after a recoverable execution failure"
+        self._transition(order, "OPEN")
+        if order.cancel_deferred:
+            order.cancel_requested_at = self.now_ms()
+            self._start_cancel(order)
+        elif order.expires_at is not None and order.expires_at <= self.now_ms():
+            self._expire(order.id)
+        else:
+            self._schedule_expiry(order)
+
+    # ---------------------------------------------------------------- control
+    def advance(self, order_id: str, to: str, reason: str | None = None) -> Order:
+        """Put an order in state ``to`` (publishing each step a real run would) and hold
+        it there: no automatic progress until another advance or a re-arm."""
+        order = self.orders.get(order_id)
+        if order is None:
+            raise KeyError(order_id)
+        to = to.upper()
+        if order.status == to:
+            order.held = to not in ("OPEN",)
+            return order
+        chain = LIMIT_CHAIN if order.is_limit else MARKET_CHAIN
+        final = LIMIT_FINAL if order.is_limit else MARKET_FINAL
+        if order.status in final:
+            raise InvalidCommand(f"order is already {order.status}")
+        if to == "OPEN" and order.is_limit:
+            if order.status not in EXECUTING:
+                raise InvalidCommand(f"only an executing order re-arms, not {order.status}")
+            self._rearm(order)
+            return order
+        if to == "REJECTED":
+            if order.status == "CANCELLING":
+                raise InvalidCommand("a cancelling order cannot be rejected")
+            reason = reason or "unrecoverable failure"
+            if order.is_limit:
+                self._reject(order, reason)
+            else:
+                order.error_message = reason
+                self._transition(order, "REJECTED")
+            return order
+        if to == "EXPIRED":
+            if order.status != ("OPEN" if order.is_limit else "PENDING"):
+                raise InvalidCommand(f"cannot expire from {order.status}")
+            self._unlock(order)
+            order.status_reason = reason or "expired"
+            self._transition(order, "EXPIRED")
+            return order
+        if to == "CANCELLED" and order.status == "CANCELLING":
+            order.held = False
+            self._complete_cancel(order.id)
+            return order
+        if (
+            to not in chain
+            or order.status not in chain
+            or chain.index(to) < chain.index(order.status)
+        ):
+            raise InvalidCommand(f"cannot go from {order.status} to {to}")
+        order.held = True
+        for step in chain[chain.index(order.status) + 1 : chain.index(to) + 1]:
+            if step == "TRIGGERED":
+                bid, bid_venue, ask, ask_venue = self.market.best(order.symbol)
+                if order.side == "buy":
+                    self._trigger(order, ask, ask_venue)
+                else:
+                    self._trigger(order, bid, bid_venue)
+            elif step == "PROCESSING":
+                self._quote(order)
+                self._transition(order, "PROCESSING")
+            elif step == "EXECUTED":
+                self._execute(order)
+                self._transition(order, "EXECUTED")
+            elif step == "CLOSED":
+                if order.fill is None:
+                    self._execute(order)
+                self._transition(order, "CLOSED")
+                self._settle(order)
+        return order
+
+    def market_order(
+        self,
+        account: str,
+        symbol: str,
+        side: str,
+        amount: Decimal | None,
+        quote_amount: Decimal | None,
+        outcome: str = "closed",
+    ) -> Order:
+        """A market order through its cycle at once: pending, then executed and closed,
+        or rejected (also when the balance cannot pay), or left pending."""
+        bid, _, ask, _ = self.market.best(symbol)
+        ref = ask if side == "buy" else bid
+        if amount is None:
+            assert quote_amount is not None
+            amount = q(quote_amount / ref, 8)
+        quote = q(quote_amount if quote_amount is not None else amount * ref, 2)
+        now = self.now_ms()
+        rfq = outcome == "expired" or self.rng.random() < 0.1
+        order = Order(
+            id=self._next_id("m"),
+            account=account,
+            profile=PROFILES.get(account, ("P1",))[0],
+            type="market",
+            symbol=symbol,
+            side=side,
+            status="PENDING",
+            created_at=now,
+            updated_at=now - 1,
+            amount=amount,
+            quote_amount_original=quote,
+            channel=self.rng.choice(("api", "web", "mobile")),
+            rule="rfq" if rfq else self.rng.choice(("best_price", "lowest_fee", "liquidity")),
+            service_managed=self.rng.random() < 0.6,
+            tier=self.rng.randrange(3),
+            operational_fees=Decimal(self.rng.choice(("0", "0.50", "1.00"))),
+            order_pool_id=f"pool-{self.rng.getrandbits(32):08x}",
+        )
+        self._add(order)
+        _, price = self._quote(order)
+        if rfq:
+            order.rfq = {
+                "quoteId": f"q-{self.rng.getrandbits(40):010x}",
+                "quotedPrice": format(price, "f"),
+                "quotedAt": now,
+                "validUntil": now + 10_000,
+            }
+        self._transition(order, "PENDING")
+        if outcome in ("closed", "executed") and not self._can_afford(
+            account, symbol, side, amount, quote
+        ):
+            order.error_message = "insufficient balance"
+            self._transition(order, "REJECTED")
+        elif outcome in ("closed", "executed"):
+            self._execute(order)
+            self._transition(order, "EXECUTED")
+            if outcome == "closed":
+                self._transition(order, "CLOSED")
+                self._settle(order)
+        elif outcome == "rejected":
+            order.error_message = "venue rejected the order"
+            self._transition(order, "REJECTED")
+        elif outcome == "expired":
+            self._transition(order, "EXPIRED")
+        return order
+
+    def move_price(self, symbol: str, price: Decimal) -> list[str]:
+        self.market.move(symbol, price)
+        self.publish_tickers((symbol,))
+        return self.check_triggers(symbol)
+
+    # ---------------------------------------------------------------- listing
+    def should_fail_listing(self) -> bool:
+        rate = float(self.knobs.listing_503_rate)
+        return rate > 0 and self._rng503.random() < rate
+
+    def list_limit_orders(
+        self, account: str, statuses: frozenset[str] | None, limit: int, token: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of the replica, newest first. A token that does not verify (tampered,
+        rebuilt, other filter) silently restarts at page one, as spec 4.2 rule 5 says."""
+        sig = ",".join(sorted(statuses)) if statuses else "*"
+        cursor = self._decode_token(token, sig) if token else None
+        index = self._index.get(account) or _Index()
+        horizon = self.now_ms() - int(float(self.knobs.listing_lag_s) * 1000)
+        start = bisect.bisect_left(index.keys, cursor) if cursor else len(index.keys)
+        items: list[dict[str, Any]] = []
+        for i in range(start - 1, -1, -1):
+            item = _visible(index.orders[i], horizon)
+            if item is None or (statuses and item["status"] not in statuses):
+                continue
+            items.append(item)
+            if len(items) == limit:
+                break
+        next_token = None
+        if len(items) == limit and items:
+            last = items[-1]
+            next_token = self._encode_token((last["createdAt"], last["id"]), sig)
+        return items, next_token
+
+    def _encode_token(self, cursor: tuple[int, str], sig: str) -> str:
+        payload = json.dumps([1, cursor[0], cursor[1], sig], separators=(",", ":")).encode()
+        # rebuild mode: signed with a throwaway key, so the next call cannot verify it
+        key = secrets.token_bytes(32) if self.knobs.rebuild_pagination_tokens else self._token_key
+        mac = hmac.new(key, payload, hashlib.sha256).digest()[:12]
+        raw = _TOKEN_MAGIC + len(payload).to_bytes(2, "big") + payload + mac
+        if len(raw) % 3 == 0:
+            raw += b"\x00"  # a length not divisible by 3 means "=" padding
+        return base64.b64encode(raw).decode()
+
+    def _decode_token(self, token: str, sig: str) -> tuple[int, str] | None:
+        try:
+            raw = base64.b64decode(token, validate=True)
+            if not raw.startswith(_TOKEN_MAGIC):
+                return None
+            n = int.from_bytes(raw[2:4], "big")
+            payload, mac = raw[4 : 4 + n], raw[4 + n : 4 + n + 12]
+            want = hmac.new(self._token_key, payload, hashlib.sha256).digest()[:12]
+            if len(mac) != 12 or not hmac.compare_digest(mac, want):
+                return None
+            version, created, oid, token_sig = json.loads(payload)
+            if version != 1 or token_sig != sig or not isinstance(oid, str):
+                return None
+            return int(created), oid
+        except (ValueError, TypeError):
+            return None
+
+
+def _visible(order: Order, horizon_ms: int) -> dict[str, Any] | None:
+    """The order as the replica knew it at ``horizon_ms``; None when it did not exist yet."""
+    if order.versions is None:
+        return list_item(order)
+    for at, item in reversed(order.versions):
+        if at <= horizon_ms:
+            return item
+    return None
+
+
+def retry_after_header(seconds: float) -> str:
+    return str(max(1, math.ceil(seconds)))
