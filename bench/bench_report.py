@@ -40,8 +40,9 @@ def synthetic_market(frames: OrderFrames, tick_seconds: float, seed: int = 0) ->
         parts.append(
             pd.DataFrame(
                 {
-                    "received_at": times.astype("datetime64[ns, UTC]")
-                    + pd.Timedelta(milliseconds=40),
+                    "received_at": (times + pd.Timedelta(milliseconds=40)).astype(
+                        "datetime64[ns, UTC]"
+                    ),
                     "symbol": symbol,
                     "bid": walk - spread / 2,
                     "ask": walk + spread / 2,

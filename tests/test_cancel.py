@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ def slow_cancel_sim(fresh_sim: Simulator) -> Iterator[Simulator]:
     yield fresh_sim
 
 
-def counting(sim: Simulator, **kwargs: object) -> tuple[Client, list[str]]:
+def counting(sim: Simulator, **kwargs: Any) -> tuple[Client, list[str]]:
     sent: list[str] = []
 
     async def on_request(request: httpx.Request) -> None:

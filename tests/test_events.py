@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,11 @@ from toolkit._events import (
     event_from_message,
 )
 
-KW = {"received_at_ns": 1_700_000_000_000_000_000, "connection_id": "c1-abc", "seq": 3}
+KW: dict[str, Any] = {
+    "received_at_ns": 1_700_000_000_000_000_000,
+    "connection_id": "c1-abc",
+    "seq": 3,
+}
 
 
 def test_ticker_decimal_strings_become_floats() -> None:

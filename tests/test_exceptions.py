@@ -10,15 +10,15 @@ from toolkit import _exceptions as ex
 
 
 def test_the_tree_matches_its_docstring() -> None:
-    service = [
+    service: list[type[ex.ToolkitError]] = [
         ex.InvalidResponse, ex.BadRequest, ex.AuthenticationError, ex.PermissionDenied,
         ex.OrderNotFound, ex.RouteNotActive, ex.Conflict, ex.RateLimited,
         ex.ServiceUnavailable,
     ]  # fmt: skip
     for cls in service:
         assert issubclass(cls, ex.ServiceError)
-    for cls in (ex.TransportError, ex.ServiceError, ex.InvalidRequest, ex.PaginationLoop):
-        assert issubclass(cls, ex.ToolkitError)
+    for base in (ex.TransportError, ex.ServiceError, ex.InvalidRequest, ex.PaginationLoop):
+        assert issubclass(base, ex.ToolkitError)
     assert issubclass(ex.InvalidRequest, ValueError)
     doc = ex.__doc__ or ""
     classes = [

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import random
 import sys
+import warnings
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
@@ -148,9 +149,13 @@ def test_exact_decimals_widen_instead_of_rounding() -> None:
 
 
 def test_blank_and_non_numeric_decimals_become_null() -> None:
-    with pytest.warns(RuntimeWarning, match="average"):
+    with pytest.warns(RuntimeWarning, match="1 value.s. of average are not numbers"):
         frames = build_frames([closed(average=""), closed(1, average="n/a"), closed(2)])
     assert frames.orders["average"].isna().tolist() == [True, True, False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a blank is "no value", not an anomaly
+        blank = build_frames([closed(price=" "), closed(1, price="")], exact=True)
+    assert blank.orders["price"].isna().all()
 
 
 # ------------------------------------------------------------------ timestamps

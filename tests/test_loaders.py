@@ -117,7 +117,7 @@ def test_exports_read_back_with_the_same_values(sim: Simulator, tmp_path: Path) 
     frames.to_csv(tmp_path / "csv")
     expected = frames.fills.sort_values(["orderId", "id"]).reset_index(drop=True)
     query = "SELECT orderId, id, price, amount, symbol FROM read_parquet('{}') ORDER BY 1, 2"
-    got = duckdb.sql(query.format(tmp_path / "pq" / "fills.parquet")).df()
+    got = duckdb.sql(query.format(tmp_path / "pq" / "fills.parquet")).df()  # type: ignore[union-attr]
     assert list(got["id"]) == list(expected["id"])
     assert got["price"].tolist() == pytest.approx(expected["price"].tolist())
     assert got["amount"].tolist() == pytest.approx(expected["amount"].tolist())
@@ -126,7 +126,7 @@ def test_exports_read_back_with_the_same_values(sim: Simulator, tmp_path: Path) 
     assert csv["price"].tolist() == pytest.approx(expected["price"].tolist())
     orders = duckdb.sql(
         f"SELECT id, status FROM read_parquet('{tmp_path / 'pq' / 'orders.parquet'}')"
-    ).df()
+    ).df()  # type: ignore[union-attr]
     assert dict(zip(orders["id"], orders["status"], strict=True)) == dict(
         zip(frames.orders["id"], frames.orders["status"], strict=True)
     )

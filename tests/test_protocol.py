@@ -19,8 +19,8 @@ from toolkit._protocol import (
 
 def test_active_and_finalized_partition_the_nine() -> None:
     assert len(ALL_LIMIT_STATUSES) == 9 == len(LimitStatus)
-    assert ACTIVE == {"OPEN", "TRIGGERED", "PROCESSING"}
-    assert ACTIVE | FINALIZED == set(ALL_LIMIT_STATUSES)
+    assert {"OPEN", "TRIGGERED", "PROCESSING"} == ACTIVE
+    assert set(ALL_LIMIT_STATUSES) == ACTIVE | FINALIZED
     assert not ACTIVE & FINALIZED
     assert "CANCELLING" in FINALIZED  # "can no longer execute"
 

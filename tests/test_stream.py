@@ -14,7 +14,12 @@ import pytest
 from toolkit._channels import Backoff
 from toolkit._client import Client
 from toolkit._events import Event, SessionEvent, TickerEvent
-from toolkit._exceptions import AuthenticationError, InvalidRequest, PermissionDenied
+from toolkit._exceptions import (
+    AuthenticationError,
+    InvalidRequest,
+    PermissionDenied,
+    TransportError,
+)
 from toolkit._stream import ConfirmationTimeout, StreamClosed, StreamSession
 from toolkit.sim import Simulator
 
@@ -399,7 +404,7 @@ async def test_error_not_retried_ends_the_session_and_async_for_raises(
         async with s:
             await s.subscribe("watchOrders")
             await asyncio.to_thread(fresh_sim.control.drop_connections)
-            with pytest.raises(Exception, match="without a close frame"):
+            with pytest.raises(TransportError, match="without a close frame"):
                 async for _ in s:
                     pass
             assert s.closed and s.error is not None

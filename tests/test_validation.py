@@ -31,11 +31,11 @@ BAD_CALLS: dict[str, Case] = {
     "status empty": lambda c: c.alist_limit_orders(status=""),
     "status empty item": lambda c: c.alist_limit_orders(status="OPEN,,CLOSED"),
     "status shortcut mixed": lambda c: c.alist_limit_orders(status="ACTIVE,OPEN"),
-    "status not a string": lambda c: c.alist_limit_orders(status=5),
+    "status not a string": lambda c: c.alist_limit_orders(status=5),  # type: ignore[arg-type]
     "limit zero": lambda c: c.alist_limit_orders(limit=0),
     "limit above max": lambda c: c.alist_limit_orders(limit=101),
     "limit negative": lambda c: c.alist_limit_orders(limit=-3),
-    "limit as string": lambda c: c.alist_limit_orders(limit="50"),
+    "limit as string": lambda c: c.alist_limit_orders(limit="50"),  # type: ignore[arg-type]
     "limit bool": lambda c: c.alist_limit_orders(limit=True),
     "order id empty": lambda c: c.afetch_order(""),
     "order id dot-dot": lambda c: c.afetch_order("../etc"),
@@ -46,14 +46,14 @@ BAD_CALLS: dict[str, Case] = {
     "order id newline": lambda c: c.afetch_order("a\nb"),
     "order id NUL": lambda c: c.afetch_order("a\x00b"),
     "order id too long": lambda c: c.afetch_order("x" * 200),
-    "order id not a string": lambda c: c.afetch_order(123),
+    "order id not a string": lambda c: c.afetch_order(123),  # type: ignore[arg-type]
     "order id surrounding space": lambda c: c.afetch_order(" a"),
     "order id pre-encoded slash": lambda c: c.afetch_order("a%2Fb"),
     "cancel dot-dot id": lambda c: c.acancel_limit_order("..", profile_id="P1"),
     "cancel empty profile": lambda c: c.acancel_limit_order(OK, profile_id=""),
     "cancel missing profile": lambda c: c.acancel_limit_order(OK),
     "cancel blank profile": lambda c: c.acancel_limit_order(OK, profile_id="   "),
-    "cancel reason not a string": lambda c: c.acancel_limit_order(OK, profile_id="P1", reason=5),
+    "cancel reason not a string": lambda c: c.acancel_limit_order(OK, profile_id="P1", reason=5),  # type: ignore[arg-type]
     "create lowercase symbol": lambda c: c.acreate_limit_order(
         "btc/brl", "buy", "1", amount="1", profile_id="P1"
     ),

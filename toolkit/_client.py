@@ -280,6 +280,9 @@ class Client:
         )
         return response.content
 
+    def fetch_order_raw(self, order_id: str) -> bytes:
+        return self._run(self.afetch_order_raw(order_id))
+
     async def afetch_order(self, order_id: str) -> dict[str, Any]:
         """The order's current state (``GET /orders/fetchOrder``); OrderNotFound on 404."""
         oid = validate_order_id(order_id)

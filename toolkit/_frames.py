@@ -374,10 +374,10 @@ def _to_decimal(col: pa.ChunkedArray, exact: bool, name: str) -> pa.ChunkedArray
     # slow path: blanks and non-numbers become null, oversize exact values widen the type
     col = pc.utf8_trim_whitespace(col)
     numeric = pc.match_substring_regex(col, _NUMBER_RE)
-    bad = pc.sum(pc.and_(pc.is_valid(col), pc.invert(numeric))).as_py() or 0
+    # "" is how the service says "no value"; only real garbage deserves a warning
+    bad = pc.sum(pc.and_(pc.not_equal(col, ""), pc.invert(numeric))).as_py() or 0
     col = pc.if_else(numeric, col, pa.scalar(None, col.type))
-    blanks = pc.sum(pc.equal(pc.utf8_length(pc.fill_null(col, "x")), 0)).as_py() or 0
-    if bad - blanks > 0:
+    if bad:
         warnings.warn(
             f"{bad} value(s) of {name} are not numbers; they were set to null",
             RuntimeWarning,
@@ -411,8 +411,6 @@ def _to_timestamp(col: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
         return pc.cast(col, TIMESTAMP)
     if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
         return pc.cast(_epoch_ms(col), TIMESTAMP)
-    if pa.types.is_boolean(col.type):
-        col = pc.cast(col, pa.string())
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         col = pc.cast(col, pa.string())
     # text: numbers in a string (the magnitude rule applies to them alone), else ISO 8601

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import warnings
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
@@ -155,6 +156,7 @@ async def aload_orders(
                     bodies[position] = body
             bar.update(1)
 
+    fetch_started = time.perf_counter()
     tasks = [
         asyncio.create_task(produce()),
         *(asyncio.create_task(work()) for _ in range(concurrency)),
@@ -171,8 +173,11 @@ async def aload_orders(
         await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
 
+    fetch_seconds = time.perf_counter() - fetch_started
     raw = [bodies[i] for i in sorted(bodies)]
+    build_started = time.perf_counter()
     frames = build_frames(raw, exact=exact)
+    build_seconds = time.perf_counter() - build_started
     frames.missing.extend(missing)
     frames.attrs.update(
         {
@@ -183,6 +188,9 @@ async def aload_orders(
             "since_ms": since_ms,
             "until_ms": until_ms,
             "symbols": sorted(wanted_symbols) if wanted_symbols else None,
+            "fetched": len(raw),
+            "fetch_seconds": round(fetch_seconds, 3),
+            "build_seconds": round(build_seconds, 3),
         }
     )
     if missing:

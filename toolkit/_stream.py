@@ -281,6 +281,8 @@ class StreamSession:
                 await self._supervisor
         if self._conn is not None:
             await self._shutdown(self._conn, graceful=True)
+            # tells consumers fed by callbacks (e.g. OrderBook.run) that nothing follows
+            self._emit_session(self._conn, "disconnected", "session closed by the caller")
         self._closed.set()
 
     async def wait_closed(self) -> None:
@@ -374,10 +376,13 @@ class StreamSession:
                     return await self._exchange(
                         conn, PendingRequest(action, channel, data), remaining
                     )
-                except ConnectionClosed:
+                except ConnectionClosed as exc:
                     # the connection went away mid-request; the next one gets it again
                     if not self._reconnect:
-                        raise
+                        raise TransportError(
+                            f"{action} {channel}: the connection closed before the "
+                            f"confirmation ({_describe_end(exc)})"
+                        ) from exc
                     self._ready.clear()
 
     async def _wait_ready(self) -> None:

@@ -83,7 +83,7 @@ def table(rows: Sequence[Mapping[str, Any]], dtypes: Mapping[str, str]) -> pd.Da
             df[col] = None
     out = {}
     for col in df.columns:
-        dtype = dtypes.get(col, "str" if col not in MS_COLUMNS else "datetime64[ms, UTC]")
+        dtype: Any = dtypes.get(col, "str" if col not in MS_COLUMNS else "datetime64[ms, UTC]")
         s = df[col]
         if dtype.startswith("datetime"):
             s = pd.to_datetime(pd.to_numeric(s), unit="ms", utc=True).astype(dtype)

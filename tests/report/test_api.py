@@ -4,6 +4,7 @@ trip, and a report built from the simulator's own order history."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -92,7 +93,7 @@ def test_market_as_a_recording_root(tmp_path: Path) -> None:
 
     schema = recording_schema()
     ms = [T0_MS - 2_000, T0_MS + 1_000]
-    rows = {name: [None, None] for name in schema.names}
+    rows: dict[str, list[Any]] = {name: [None, None] for name in schema.names}
     rows.update(
         received_at=[(t + 3) * 1_000_000 for t in ms],
         connection_id=["c1", "c1"],

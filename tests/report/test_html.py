@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _report_frames import closed_order, make_frames
@@ -114,7 +115,8 @@ def test_renders_in_a_real_browser(page_and_path: tuple[str, Path], tmp_path: Pa
     with Image.open(shot) as img:
         assert img.size == (1280, 4000)
         gray = img.convert("L")
-        lo, hi = gray.getextrema()
+        extrema: Any = gray.getextrema()
+        lo, hi = extrema
         assert hi - lo > 100, "the screenshot is one flat colour"
         # text and figures: many distinct grey levels, not a blank page with a line
         assert len([c for c in gray.histogram() if c]) > 50

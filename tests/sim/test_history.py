@@ -98,8 +98,10 @@ def test_numbers_add_up_in_every_closed_order() -> None:
         if f["type"] == "limit":
             limit = Decimal(f["limitPrice"])
             prices = [Decimal(t["price"]) for t in trades]
-            assert all(p <= limit for p in prices) if f["side"] == "buy" else all(
-                p >= limit for p in prices
+            assert (
+                all(p <= limit for p in prices)
+                if f["side"] == "buy"
+                else all(p >= limit for p in prices)
             )
 
 

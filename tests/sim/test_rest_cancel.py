@@ -100,9 +100,10 @@ def test_cancel_of_a_finalized_order_is_409_and_not_recorded(
     assert resp.status_code == 409
     assert "finalized" in resp.json()["message"]
     assert fresh_sim.control.events(order_id) == events
-    assert "cancelRequestedAt" not in http.get(
-        "/orders/fetchOrder", params={"orderId": order_id}
-    ).json()
+    assert (
+        "cancelRequestedAt"
+        not in http.get("/orders/fetchOrder", params={"orderId": order_id}).json()
+    )
 
 
 def test_cancel_of_a_cancelled_order_is_409(fresh_sim: Simulator, http: httpx.Client) -> None:

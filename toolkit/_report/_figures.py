@@ -50,7 +50,7 @@ def slippage_distribution(t: Tables) -> Figure:
     lo, hi = np.nanpercentile(allv, [1, 99])
     if lo == hi:
         lo, hi = lo - 1.0, hi + 1.0
-    bins = np.linspace(lo, hi, 50)
+    bins = np.linspace(lo, hi, 50).tolist()
     for label, v in series.items():
         ax.hist(v.clip(lo, hi), bins=bins, alpha=0.5, label=f"vs {label} (n={len(v)})")
     ax.axvline(0, color="black", lw=0.8)

@@ -143,9 +143,8 @@ def _num(df: pd.DataFrame, name: str) -> pd.Series:
 
 def _text(df: pd.DataFrame, name: str, default: str = "") -> pd.Series:
     if name not in df.columns:
-        return pd.Series(default, index=df.index, dtype=object)
-    col = df[name].astype(object)
-    return col.where(col.notna(), default).astype(str).astype(object)
+        return pd.Series(default, index=df.index, dtype="str")
+    return df[name].astype("str").fillna(default)
 
 
 def _time(df: pd.DataFrame, name: str) -> pd.Series:
@@ -156,14 +155,14 @@ def _time(df: pd.DataFrame, name: str) -> pd.Series:
         col = pd.to_datetime(col, unit="ms", utc=True, errors="coerce")
     else:
         col = pd.to_datetime(col, utc=True, errors="coerce")
-    return col.astype(UTC_NS)
+    return col.astype(_pandas_dtype(UTC_NS))
 
 
 def _conform(df: pd.DataFrame, columns: Mapping[str, str]) -> pd.DataFrame:
     out = pd.DataFrame(index=df.index)
     for name, dtype in columns.items():
         if name in df.columns:
-            out[name] = df[name].astype(dtype)
+            out[name] = df[name].astype(_pandas_dtype(dtype))
         else:
             out[name] = pd.Series(np.nan, index=df.index).astype(_pandas_dtype(dtype))
     return out.reset_index(drop=True)
@@ -178,6 +177,10 @@ def _month(t: pd.Series) -> pd.Series:
         + (ym % 100).astype("Int64").astype(str).str.zfill(2)
     )
     return text.where(t.notna(), NONE_LABEL)
+
+
+def _naive_ns(t: pd.Series) -> Any:
+    return t.to_numpy(dtype="datetime64[ns]")
 
 
 def _symbol_key(s: pd.Series) -> pd.Series:
@@ -344,7 +347,10 @@ def _mid_table(market: pd.DataFrame) -> pd.DataFrame:
     for fallback in ("updated_at", "received_at"):
         if fallback in market.columns:
             t = t.where(t.notna(), _time(market, fallback))
-    mk = pd.DataFrame({"_sym": _symbol_key(_text(market, "symbol")), "_t": t, "mid": mid})
+    # naive UTC nanoseconds: tz-aware values would leave numpy as slow Timestamp objects
+    mk = pd.DataFrame(
+        {"_sym": _symbol_key(_text(market, "symbol")), "_t": _naive_ns(t), "mid": mid}
+    )
     mk = mk[mk["mid"] > 0].dropna(subset=["_t"])
     return mk.sort_values("_t", kind="stable").reset_index(drop=True)
 
@@ -361,14 +367,13 @@ def _add_market(
     limit_anchor = po["triggeredAt"].where(po["triggeredAt"].notna(), po["executedAt"])
     anchor = po["createdAt"].where(po["type"] != "limit", limit_anchor)
     base = pd.DataFrame({"_row": po.index, "_sym": _symbol_key(po["symbol"])})
-    targets = [base.assign(_h="arrival", _t=po["createdAt"].to_numpy())]
+    targets = [base.assign(_h="arrival", _t=_naive_ns(po["createdAt"]))]
     targets += [
-        base.assign(_h=str(h), _t=(anchor + pd.Timedelta(seconds=h)).to_numpy())
+        base.assign(_h=str(h), _t=_naive_ns(anchor + pd.Timedelta(seconds=h)))
         for h in MARKOUT_HORIZONS_S
     ]
     left = pd.concat(targets, ignore_index=True)
     left = left[po["executed"].to_numpy()[left["_row"].to_numpy()]].dropna(subset=["_t"])
-    left["_t"] = left["_t"].astype(UTC_NS)
     left = left.sort_values("_t", kind="stable")
     if left.empty:
         return po
@@ -611,8 +616,8 @@ def contingencies(et: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     g = q.groupby("exchange", sort=True)
     per = pd.DataFrame({"quotes": g.size(), "contingencies": g["has"].sum()})
     per["rate"] = per["contingencies"] / per["quotes"]
-    r = q[q["reason"] != ""].groupby(["exchange", "reason"], sort=True).size().rename("quotes")
-    r = r.reset_index()
+    counted = q[q["reason"] != ""].groupby(["exchange", "reason"], sort=True).size()
+    r = counted.rename("quotes").reset_index()
     r["share_of_venue"] = r["quotes"] / r["exchange"].map(per["quotes"])
     return _conform(per.reset_index(), cols), _conform(r, rcols)
 
