@@ -9,6 +9,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q -U pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -17,8 +18,9 @@ demo: install
 	$(VENV)/bin/toolkit demo --out out/demo
 
 lint: install
-	$(VENV)/bin/ruff check toolkit tests bench
-	$(VENV)/bin/ruff format --check toolkit tests bench
+	$(VENV)/bin/ruff check toolkit tests bench tools
+	$(VENV)/bin/ruff format --check toolkit tests bench tools
+	$(PY) tools/strip_notebooks.py --check
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -200,6 +200,10 @@ def _server_main(conn: Connection, order_share: float) -> None:
 # -------------------------------------------------------------------------- receivers
 
 
+def _size_mib(root: Path) -> float:
+    return sum(p.stat().st_size for p in root.rglob("*.parquet")) / 2**20
+
+
 def _rss() -> int:
     try:
         import psutil
@@ -216,8 +220,11 @@ async def bare_loop(url: str, n: int) -> float:
 
     start = time.perf_counter()
     async with connect(f"{url}/?token=x", max_queue=64, proxy=None) as ws:
-        await ws.send(json.dumps({"action": "subscribe", "channel": "watchTicker",
-                                  "data": {"symbol": "BTC/BRL"}}))
+        await ws.send(
+            json.dumps(
+                {"action": "subscribe", "channel": "watchTicker", "data": {"symbol": "BTC/BRL"}}
+            )
+        )
         await ws.recv()  # the confirmation
         got = 0
         async for _ in ws:
@@ -285,10 +292,18 @@ async def recorder_run(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=2_000_000)
-    parser.add_argument("--baseline-messages", type=int, default=None,
-                        help="messages for the rate comparison (default: min(--messages, 300k))")
-    parser.add_argument("--order-share", type=float, default=0.1,
-                        help="share of watchorders messages in the stream (rest: tickers)")
+    parser.add_argument(
+        "--baseline-messages",
+        type=int,
+        default=None,
+        help="messages for the rate comparison (default: min(--messages, 300k))",
+    )
+    parser.add_argument(
+        "--order-share",
+        type=float,
+        default=0.1,
+        help="share of watchorders messages in the stream (rest: tickers)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the recording in this directory")
     args = parser.parse_args(argv)
     n_rate = args.baseline_messages or min(args.messages, 300_000)
@@ -305,15 +320,22 @@ def main(argv: list[str] | None = None) -> int:
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-record-"))
     try:
         with Simulator(seed=1, engine=False, history_orders=10) as sim:
+
             def client(n: int) -> Any:
-                return Client(sim.base_url, ws_url=f"ws://127.0.0.1:{port}/n{n}",
-                              api_key="demo", api_secret="demo-secret")
+                return Client(
+                    sim.base_url,
+                    ws_url=f"ws://127.0.0.1:{port}/n{n}",
+                    api_key="demo",
+                    api_secret="demo-secret",
+                )
 
             rows: list[tuple[str, int, float]] = []
             bare = asyncio.run(bare_loop(f"ws://127.0.0.1:{port}/n{n_rate}", n_rate))
             rows.append(("bare websockets loop", n_rate, bare))
             c = client(n_rate)
-            rows.append(("StreamSession (typed events)", n_rate, asyncio.run(stream_only(c, n_rate))))
+            rows.append(
+                ("StreamSession (typed events)", n_rate, asyncio.run(stream_only(c, n_rate)))
+            )
             c.close()
             c = client(n_rate)
             short = root / "rate"
@@ -324,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
 
             samples: list[tuple[int, int]] = []
             c = client(args.messages)
-            long_s, stop_s, stats = asyncio.run(recorder_run(c, root / "long", args.messages, samples))
+            long_s, stop_s, stats = asyncio.run(
+                recorder_run(c, root / "long", args.messages, samples)
+            )
             c.close()
             table = read_recording_table(root / "long", "watchticker", columns=["seq"])
             orders = read_recording_table(root / "long", "watchorders", columns=["seq"])
@@ -333,26 +357,37 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.join(5)
 
-    print(f"\nRecorder rate vs a bare websockets receive loop ({n_rate:,} messages, "
-          f"{args.order_share:.0%} orders)")
+    print(
+        f"\nRecorder rate vs a bare websockets receive loop ({n_rate:,} messages, "
+        f"{args.order_share:.0%} orders)"
+    )
     print(f"{'receiver':32} {'messages':>10} {'seconds':>8} {'msg/s':>10} {'vs bare':>8}")
     for name, n, secs in rows:
         print(f"{name:32} {n:>10,} {secs:>8.2f} {n / secs:>10,.0f} {bare / secs:>8.0%}")
     ratio = bare / rec_s
     print(f"target >= 80 %: {'met' if ratio >= 0.8 else 'NOT met'} ({ratio:.0%})")
 
-    print(f"\nRecorder over {args.messages:,} messages: {long_s:.1f} s "
-          f"({args.messages / long_s:,.0f} msg/s), stop (last flush + Parquet) {stop_s:.2f} s")
-    print(f"rows in Parquet: {recorded:,} (dropped {stats.dropped}), files {stats.files}, "
-          f"size on disk {sum(p.stat().st_size for p in (root / 'long').rglob('*.parquet')) / 2**20:,.1f} MiB")
+    print(
+        f"\nRecorder over {args.messages:,} messages: {long_s:.1f} s "
+        f"({args.messages / long_s:,.0f} msg/s), stop (last flush + Parquet) {stop_s:.2f} s"
+    )
+    print(
+        f"rows in Parquet: {recorded:,} (dropped {stats.dropped}), files {stats.files}, "
+        f"size on disk {_size_mib(root / 'long'):,.1f} MiB"
+    )
     print(f"{'messages so far':>16} {'RSS MiB':>8}")
     step = max(1, len(samples) // 12)
-    for msgs, rss in samples[::step] + ([samples[-1]] if len(samples) % step != 1 else []):
+    shown = samples[::step]
+    if shown[-1] is not samples[-1]:
+        shown.append(samples[-1])
+    for msgs, rss in shown:
         print(f"{msgs:>16,} {rss / 2**20:>8.1f}")
     warm = [rss for msgs, rss in samples if msgs >= args.messages * 0.2]
     if warm:
-        print(f"RSS after 20 %: min {min(warm) / 2**20:.1f} MiB, max {max(warm) / 2**20:.1f} MiB, "
-              f"growth {(max(warm) - min(warm)) / 2**20:.1f} MiB")
+        print(
+            f"RSS after 20 %: min {min(warm) / 2**20:.1f} MiB, max {max(warm) / 2**20:.1f} MiB, "
+            f"growth {(max(warm) - min(warm)) / 2**20:.1f} MiB"
+        )
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -182,3 +182,8 @@ def test_settings_name_the_signin_fields(sim: Simulator) -> None:
     with client, pytest.raises(ServiceError, match="sign-in failed") as info:
         client.token()
     assert info.value.status == 400
+
+
+def test_without_credentials_requests_are_refused_clearly(sim: Simulator) -> None:
+    with Client(sim.base_url) as client, pytest.raises(AuthenticationError, match="no credentials"):
+        client.fetch_order(sim.control.order_ids()[0])

@@ -84,9 +84,7 @@ def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
 
 
-def test_sigterm_stops_cleanly_with_everything_written(
-    busy_sim: Simulator, tmp_path: Path
-) -> None:
+def test_sigterm_stops_cleanly_with_everything_written(busy_sim: Simulator, tmp_path: Path) -> None:
     proc = _record(busy_sim, tmp_path, "--channel", "watchTickers", "--flush-interval", "0.1")
     assert proc.stderr is not None
     for line in proc.stderr:  # wait until something is saved
@@ -129,9 +127,7 @@ def test_sigkill_loses_at_most_the_last_flush_and_is_recovered(
         assert len(df) >= saved > 0
 
 
-def test_bad_channel_and_busy_root_fail_with_a_message(
-    busy_sim: Simulator, tmp_path: Path
-) -> None:
+def test_bad_channel_and_busy_root_fail_with_a_message(busy_sim: Simulator, tmp_path: Path) -> None:
     proc = _record(busy_sim, tmp_path, "--channel", "watchTicker:BTC-BRL", "--duration", "1")
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "invalid symbol" in err

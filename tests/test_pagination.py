@@ -47,6 +47,13 @@ def test_restarted_listing_is_a_loop_on_the_second_page() -> None:
         p.feed(page(["a", "b"], "t2"))
 
 
+def test_restart_with_new_orders_on_top_is_still_a_loop() -> None:
+    p = Paginator(limit=4)
+    p.feed(page(["a", "b", "c", "d"], "t1"))
+    with pytest.raises(PaginationLoop):
+        p.feed(page(["new", "a", "b", "c"], "t2"))
+
+
 def test_repeated_token_is_a_loop() -> None:
     p = Paginator(limit=2)
     p.feed(page(["a", "b"], "t1"))

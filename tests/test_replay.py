@@ -217,3 +217,17 @@ def test_replay_rebuilds_the_live_order_book(fresh_sim: Simulator, tmp_path: Pat
         .drop(columns=["transitions"], errors="ignore")
         .equals(live.to_frame().drop(columns=["transitions"], errors="ignore"))
     )
+
+
+def test_the_shipped_sample_recording_reads_and_replays() -> None:
+    sample = Path(__file__).resolve().parent.parent / "data" / "sample-recording"
+    events = list(replay(sample))
+    kinds = {e.kind for e in events if isinstance(e, SessionEvent)}
+    assert {"connected", "subscribed", "gap"} <= kinds
+    book = OrderBook()
+    for event in events:
+        if isinstance(event, OrderEvent):
+            book.apply(event)
+    statuses = {s.status for s in book.orders.values()}
+    assert "CANCELLED" in statuses and "CLOSED" in statuses
+    assert {type(e) for e in events} >= {TickerEvent, OrderEvent, SessionEvent}

@@ -37,6 +37,7 @@ BAD_CALLS: dict[str, Case] = {
     "limit negative": lambda c: c.alist_limit_orders(limit=-3),
     "limit as string": lambda c: c.alist_limit_orders(limit="50"),  # type: ignore[arg-type]
     "limit bool": lambda c: c.alist_limit_orders(limit=True),
+    "page budget zero": lambda c: c.alist_limit_orders(max_pages=0),
     "order id empty": lambda c: c.afetch_order(""),
     "order id dot-dot": lambda c: c.afetch_order("../etc"),
     "order id slash": lambda c: c.afetch_order("a/b"),

@@ -15,13 +15,73 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "Client": "toolkit._client",
+    "Settings": "toolkit._config",
     "Simulator": "toolkit.sim",
+    "OrderFrames": "toolkit._frames",
+    "build_frames": "toolkit._frames",
+    "CancelResult": "toolkit._cancel",
+    "CancelOutcome": "toolkit._cancel",
+    "StreamSession": "toolkit._stream",
+    "TickerEvent": "toolkit._events",
+    "TickersEvent": "toolkit._events",
+    "OrderEvent": "toolkit._events",
+    "BalanceEvent": "toolkit._events",
+    "SessionEvent": "toolkit._events",
+    "OrderBook": "toolkit._orderbook",
+    "Recorder": "toolkit._recorder",
+    "read_recording": "toolkit._recording",
+    "replay": "toolkit._replay",
+    "TickerView": "toolkit._widgets",
+    "OrderStatusView": "toolkit._widgets",
+    "execution_report": "toolkit._report",
+    "ExecutionReport": "toolkit._report",
+    "ToolkitError": "toolkit._exceptions",
+    "InvalidRequest": "toolkit._exceptions",
+    "PaginationLoop": "toolkit._exceptions",
+    "TransportError": "toolkit._exceptions",
+    "ServiceError": "toolkit._exceptions",
+    "InvalidResponse": "toolkit._exceptions",
+    "BadRequest": "toolkit._exceptions",
+    "AuthenticationError": "toolkit._exceptions",
+    "PermissionDenied": "toolkit._exceptions",
+    "OrderNotFound": "toolkit._exceptions",
+    "RouteNotActive": "toolkit._exceptions",
+    "Conflict": "toolkit._exceptions",
+    "RateLimited": "toolkit._exceptions",
+    "ServiceUnavailable": "toolkit._exceptions",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toolkit._cancel import CancelOutcome, CancelResult
     from toolkit._client import Client
+    from toolkit._config import Settings
+    from toolkit._events import BalanceEvent, OrderEvent, SessionEvent, TickerEvent, TickersEvent
+    from toolkit._exceptions import (
+        AuthenticationError,
+        BadRequest,
+        Conflict,
+        InvalidRequest,
+        InvalidResponse,
+        OrderNotFound,
+        PaginationLoop,
+        PermissionDenied,
+        RateLimited,
+        RouteNotActive,
+        ServiceError,
+        ServiceUnavailable,
+        ToolkitError,
+        TransportError,
+    )
+    from toolkit._frames import OrderFrames, build_frames
+    from toolkit._orderbook import OrderBook
+    from toolkit._recorder import Recorder
+    from toolkit._recording import read_recording
+    from toolkit._replay import replay
+    from toolkit._report import ExecutionReport, execution_report
+    from toolkit._stream import StreamSession
+    from toolkit._widgets import OrderStatusView, TickerView
     from toolkit.sim import Simulator
 
 

@@ -3,13 +3,13 @@ already final, already cancelling; decided from the order's state, never from a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from toolkit._protocol import TERMINAL, canonical_status, to_epoch_ms
+from toolkit._protocol import FINALIZED, TERMINAL, canonical_status, to_epoch_ms
 
 
 class CancelOutcome(StrEnum):
@@ -85,8 +85,9 @@ def accepted(order_id: str, body: Mapping[str, Any], http_status: int | None) ->
     )
 
 
-def outcome_from_state(status: str) -> CancelOutcome:
-    """Meaning of a refused cancel given the order's current state (read after the 409).
+def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOutcome:
+    """Meaning of a refused cancel given the order's current state (read after the 409);
+    ``finalized`` is the FINALIZED membership (a setting).
 
     OPEN means the order was executing and re-armed since: the recorded request is being
     honoured, so it counts as deferred too.
@@ -94,18 +95,23 @@ def outcome_from_state(status: str) -> CancelOutcome:
     canonical = canonical_status(status)
     if canonical == "CANCELLING":
         return CancelOutcome.ALREADY_CANCELLING
-    if canonical in TERMINAL:
+    if canonical in finalized or canonical in TERMINAL:
         return CancelOutcome.ALREADY_FINAL
     return CancelOutcome.DEFERRED
 
 
-def refused(order_id: str, order: Mapping[str, Any], http_status: int | None) -> CancelResult:
+def refused(
+    order_id: str,
+    order: Mapping[str, Any],
+    http_status: int | None,
+    finalized: Set[str] = FINALIZED,
+) -> CancelResult:
     """The result of a 409 (or a refused batch item), from the order fetched after it."""
     raw_status = order.get("status")
     status = canonical_status(raw_status) if isinstance(raw_status, str) else None
     return CancelResult(
         order_id=order_id,
-        outcome=outcome_from_state(status or ""),
+        outcome=outcome_from_state(status or "", finalized),
         status=status,
         http_status=http_status,
         order=dict(order),

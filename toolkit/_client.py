@@ -305,7 +305,7 @@ class Client:
         return Paginator(
             status=status_value,
             limit=validate_limit(s.page_size if limit is None else limit, s.page_size_max),
-            max_pages=validate_limit(s.max_pages if max_pages is None else max_pages, 10**9),
+            max_pages=_positive_int(s.max_pages if max_pages is None else max_pages, "max_pages"),
         )
 
     def aiter_limit_orders(
@@ -476,7 +476,7 @@ class Client:
         except Conflict:
             # the 409 body is not relied on: the order's state says which 409 this was
             order = await self.afetch_order(oid)
-            return _cancel.refused(oid, order, 409)
+            return _cancel.refused(oid, order, 409, self._settings.finalized_statuses)
         except OrderNotFound as exc:
             await self._raise_if_routes_inactive(exc)
             raise
@@ -559,7 +559,7 @@ class Client:
                 order = await self.afetch_order(oid)
             except OrderNotFound:
                 return _cancel.not_found(oid, http_status)
-            return _cancel.refused(oid, order, http_status)
+            return _cancel.refused(oid, order, http_status, self._settings.finalized_statuses)
 
         return list(await asyncio.gather(*(decide(oid) for oid in ids)))
 
@@ -658,3 +658,9 @@ def _expires_ms(expires_at: datetime | int | None) -> int:
     if ms <= int(time.time() * 1000):
         raise InvalidRequest("expires_at is in the past")
     return ms
+
+
+def _positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRequest(f"{name} must be a positive integer, not {value!r}")
+    return value

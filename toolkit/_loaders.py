@@ -107,6 +107,7 @@ async def aload_orders(
     wanted_symbols = _symbols(symbols)
     id_list = validate_order_ids(ids) if ids is not None else None
     unit = client.settings.timestamp_unit
+    filtering = wanted_symbols is not None or since_ms is not None or until_ms is not None
 
     def keep(item: dict[str, Any]) -> bool:
         if wanted_symbols is not None and item.get("symbol") not in wanted_symbols:
@@ -152,7 +153,7 @@ async def aload_orders(
                 missing.append(oid)
             else:
                 # with ids= the listing did not filter: the order itself is checked
-                if id_list is None or keep(_json_object(body)):
+                if id_list is None or not filtering or keep(_json_object(body)):
                     bodies[position] = body
             bar.update(1)
 

@@ -68,20 +68,22 @@ def _dataset(root: str | os.PathLike[str]) -> pads.Dataset | None:
     import pyarrow.dataset as ds
 
     path = Path(root)
-    if not path.is_dir():
+    # only the dataset's own files: a README or a live recorder's temporaries beside
+    # them are not data
+    files = sorted(str(f) for f in path.glob("channel=*/date=*/*.parquet"))
+    if not files:
         return None
     partitioning = ds.partitioning(
         pa.schema([pa.field("channel", pa.string()), pa.field("date", pa.string())]),
         flavor="hive",
     )
     schema = recording_schema().append(pa.field("date", pa.string()))
-    # ignore_prefixes keeps ``_wal`` and the hidden temporaries of a live recorder out
     return ds.dataset(
-        path,
+        files,
         format="parquet",
         partitioning=partitioning,
+        partition_base_dir=str(path),
         schema=schema,
-        ignore_prefixes=[".", "_wal"],
     )
 
 

@@ -281,10 +281,12 @@ class AsyncRest:
         if status == 400:
             return BadRequest(f"{route.value}: the service refused the input{suffix}", **kwargs)
         if status == 401:
-            return AuthenticationError(
-                f"{route.value}: not authenticated (token refused after a fresh sign-in)",
-                **kwargs,
+            why = (
+                "no credentials: give api_key/api_secret or auth="
+                if self.auth is None
+                else "the token was refused, also after a fresh sign-in"
             )
+            return AuthenticationError(f"{route.value}: not authenticated ({why})", **kwargs)
         if status == 403:
             return PermissionDenied(f"{route.value}: permission denied{suffix}", **kwargs)
         if status == 409:

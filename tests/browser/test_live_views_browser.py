@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html.parser
+import re
 import shutil
 import subprocess
 import tarfile
@@ -120,58 +121,70 @@ async def _until(condition: Callable[[], object], timeout: float = 10.0) -> None
         await asyncio.sleep(0.02)
 
 
-def _export(view: Any, page: Path, embed_js: Path) -> None:
+def _export(views: list[Any], page: Path, embed_js: Path) -> None:
     from ipywidgets.embed import dependency_state, embed_minimal_html
 
     shutil.copy(embed_js, page.parent / "embed.js")
+    shown = [v.widget for v in views]
     embed_minimal_html(
         page,
-        views=[view.widget],
+        views=shown,
         title="toolkit live views",
-        state=dependency_state([view.widget]),
+        state=dependency_state(shown),
         embed_url="embed.js",
         requirejs=False,
         cors=False,
     )
 
 
-def test_ticker_view_renders_live_prices_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
-    from toolkit._widgets import TickerView
+def test_live_views_render_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
+    from toolkit._widgets import OrderStatusView, TickerView
 
     embed_js = _embed_js()
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     first, second = tmp_path / "first.html", tmp_path / "second.html"
 
-    async def main() -> float:
+    async def main() -> tuple[float, str]:
         client = fresh_sim.client()
         view = TickerView(client, max_hz=20)
+        orders = OrderStatusView(client, status="OPEN", max_rows=5)
         try:
             await _until(lambda: view.state == "connected")
             # the engine is off in this fixture: moving each pair is what makes ticks
             for symbol, price in START.items():
                 fresh_sim.control.move_price(symbol, price)
             await _until(lambda: len(view.rows) >= 4)
+            order = await client.acreate_limit_order("ETH/BRL", "buy", "100", amount="0.01")
+            await _until(lambda: order["id"] in orders.visible_order_ids)
             await asyncio.sleep(0.1)  # past the throttle window: the last tick is painted
-            _export(view, first, embed_js)
+            _export([view, orders], first, embed_js)
             before = view.rows["BTC/BRL"].last
             target = round(before * 1.05, 2)
             fresh_sim.control.move_price("BTC/BRL", target)
             await _until(lambda: abs(view.rows["BTC/BRL"].last / target - 1) < 0.01)
             await asyncio.sleep(0.1)
-            _export(view, second, embed_js)
-            return before
+            _export([view], second, embed_js)
+            return before, str(order["id"])
         finally:
             await view.astop()
+            await orders.astop()
             await client.aclose()
 
-    before = asyncio.run(main())
+    before, order_id = asyncio.run(main())
 
     dumps = []
+    doms = []
     for page in (first, second):
         parser = _Rows()
-        parser.feed(_chromium("--dump-dom", page.as_uri()))
+        doms.append(_chromium("--dump-dom", page.as_uri()))
+        parser.feed(doms[-1])
         dumps.append(parser)
     one, two = dumps
+    # the order view rendered too: its row with the OPEN badge, the filter and Cancel
+    scripts_removed = re.sub(r"<script.*?</script>", "", doms[0], flags=re.DOTALL)
+    assert f'data-order="{order_id}"' in scripts_removed
+    assert 'data-status="OPEN"' in scripts_removed
+    assert "<select" in scripts_removed and ">Cancel<" in scripts_removed
     assert set(one.rows) >= {"BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL"}, one.rows
     assert "connected" in one.status
     btc_one, btc_two = one.rows["BTC/BRL"], two.rows["BTC/BRL"]
@@ -182,8 +195,11 @@ def test_ticker_view_renders_live_prices_in_chromium(fresh_sim: Any, tmp_path: P
     assert last_two > last_one * 1.03  # the rendered price moved with the simulator's
     assert btc_one != btc_two
 
-    shot = ARTEFACTS / "ticker_view.png"
-    shot.unlink(missing_ok=True)
-    _chromium(f"--screenshot={shot}", "--window-size=1000,400", second.as_uri())
-    assert shot.exists() and shot.stat().st_size > 5_000
-    shutil.copy(second, ARTEFACTS / "ticker_view.html")
+    # artefacts kept under out/browser/ (gitignored): the two pages and their screenshots
+    for page, name in ((first, "live_views"), (second, "ticker_view_after_move")):
+        shot = ARTEFACTS / f"{name}.png"
+        shot.unlink(missing_ok=True)
+        _chromium(f"--screenshot={shot}", "--window-size=1250,650", page.as_uri())
+        assert shot.exists() and shot.stat().st_size > 5_000
+        shutil.copy(page, ARTEFACTS / f"{name}.html")
+    shutil.copy(embed_js, ARTEFACTS / "embed.js")

@@ -142,4 +142,4 @@ def test_frames_with_only_orders() -> None:
     frames = Frames(make_frames([closed_order("a", "buy", 100.0)]).orders)
     report = execution_report(frames)
     assert report.summary.set_index("metric").loc["orders", "value"] == 1
-    assert "<section" in report.to_html()
+    assert "<section" in report.to_html(figures=False)

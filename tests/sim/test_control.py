@@ -143,7 +143,7 @@ def test_events_reach_a_websocket_in_order(fresh_sim: Simulator) -> None:
             order = await asyncio.to_thread(
                 fresh_sim.control.market_order, symbol="BTC/BRL", side="buy", amount="0.01"
             )
-            statuses = []
+            statuses: list[str] = []
             while len(statuses) < 3:
                 data = await _next_data(ws, "watchorders")
                 assert data["id"] == order["id"]

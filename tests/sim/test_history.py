@@ -84,7 +84,9 @@ def test_numbers_add_up_in_every_closed_order() -> None:
         assert Decimal(f["cost"]) == cost
         assert Decimal(f["filled"]) == filled
         assert Decimal(f["filled"]) + Decimal(f["remaining"]) == Decimal(f["amountOriginal"])
-        vwap = sum(Decimal(t["price"]) * Decimal(t["amount"]) for t in trades) / filled
+        vwap = (
+            sum((Decimal(t["price"]) * Decimal(t["amount"]) for t in trades), Decimal(0)) / filled
+        )
         assert abs(Decimal(f["average"]) - vwap) <= Decimal("0.0001") * vwap
         rate = Decimal(f["fee"]["rate"])
         assert Decimal(f["fee"]["cost"]) == (rate * cost).quantize(Decimal("0.01"), ROUND_HALF_UP)

@@ -192,7 +192,7 @@ def test_closed_order_numbers_add_up(sim: Simulator, http: httpx.Client) -> None
     assert Decimal(order["cost"]) == cost
     filled = sum(Decimal(t["amount"]) for t in trades)
     assert Decimal(order["filled"]) == filled
-    vwap = sum(Decimal(t["price"]) * Decimal(t["amount"]) for t in trades) / filled
+    vwap = sum((Decimal(t["price"]) * Decimal(t["amount"]) for t in trades), Decimal(0)) / filled
     assert abs(Decimal(order["average"]) - vwap) <= Decimal("0.01")
     rate = Decimal(order["fee"]["rate"])
     assert Decimal(order["fee"]["cost"]) == (rate * cost).quantize(Decimal("0.01"), ROUND_HALF_UP)

@@ -60,7 +60,7 @@ def test_same_seed_same_ids() -> None:
         first = a.control.order_ids()
     with Simulator(seed=9, engine=False, history_orders=40) as b:
         second = b.control.order_ids()
-    assert first == second and len(first) == 44
+    assert first == second and len(first) == 40
 
 
 def test_busy_port_raises() -> None:

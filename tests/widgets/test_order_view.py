@@ -129,19 +129,36 @@ def test_flood_of_order_events_is_throttled(ev: Any, clock: Any) -> None:
     assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(times))
 
 
-def test_gap_states(ev: Any, clock: Any) -> None:
+def test_gap_states_offline(ev: Any, clock: Any) -> None:
     view = view_with(ev, clock)
     view.apply(ev.session("connected"))
     view.apply(ev.session("dropped", "connection lost"))
     assert view.state == "reconnecting"
+    view.state = "replaying"
     view.apply(ev.session("gap", gap=(0, 2_000_000_000)))
-    assert view.state == "gap reconciled"  # nothing was open: nothing to re-read
-    view.apply(ev.order("l-1", "OPEN", 1))
-    view.apply(ev.session("gap", gap=(0, 1_000_000_000)))
-    assert view.state == "reconciling gap"
-    view.apply(ev.order("l-1", "TRIGGERED", 2, reconciled=True))  # what reconcile applies
-    assert view.state == "gap reconciled"
-    assert view.state_detail == "gap of 1.0 s"
+    # a recording cannot be re-read: the view says where data is missing
+    assert view.state == "replaying"
+    assert view.state_detail == "gap of 2.0 s without data in the recording"
+
+
+def test_gap_waits_for_the_books_reconciliation(ev: Any) -> None:
+    async def main() -> None:
+        view = OrderStatusView([], client=NoCancelClient(), autostart=False)
+        view._loop = asyncio.get_running_loop()
+        view.apply(ev.session("connected"))
+        view.apply(ev.session("gap", gap=(0, 1_000_000_000)))
+        assert view.state == "reconciling gap"
+        await asyncio.sleep(0.12)
+        assert view.state == "reconciling gap"  # the book has not reconciled yet
+        view.book.reconciles += 1  # what OrderBook.reconcile does when it completes
+        deadline = asyncio.get_running_loop().time() + 5
+        while view.state != "gap reconciled" and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        assert view.state == "gap reconciled"
+        assert view.state_detail == "gap of 1.0 s"
+        await view.astop()
+
+    asyncio.run(main())
 
 
 def test_replay_as_a_task_and_stop(ev: Any) -> None:

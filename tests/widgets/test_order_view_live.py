@@ -92,3 +92,30 @@ def test_ticker_view_live_shows_a_moved_price(fresh_sim: Any) -> None:
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_a_dropped_connection_shows_reconnecting_then_gap_reconciled(fresh_sim: Any) -> None:
+    async def main() -> None:
+        client = fresh_sim.client()
+        view = OrderStatusView(client, max_rows=40, status="ACTIVE")
+        states: list[str] = []
+        view._status.observe(lambda _c: states.append(view.state), names="value")
+        try:
+            await until(lambda: view.state == "connected" and view.book.reconciles >= 1)
+            oid = await _new_open_order(client, view)
+            reconciles = view.book.reconciles
+            assert fresh_sim.control.drop_connections() >= 1
+            # missed while disconnected: only the reconciliation after the gap can see it
+            fresh_sim.control.advance(oid, "TRIGGERED")
+            await until(lambda: view.book.reconciles > reconciles, timeout=20)
+            await until(lambda: view.state == "gap reconciled")
+            assert "reconnecting" in states
+            assert states.index("reconnecting") < states.index("gap reconciled")
+            state = view.book.orders[oid]
+            assert state.status == (await client.afetch_order(oid))["status"].upper()
+            assert "TRIGGERED" in view.slot_for(oid).html.value  # type: ignore[union-attr]
+        finally:
+            await view.astop()
+            await client.aclose()
+
+    asyncio.run(main())

@@ -63,11 +63,20 @@ class ExecutionReport:
         market = po["arrival_mid"].notna().any() if n else False
         return f"{n} orders ({ex} executed){span}; market recording: {'used' if market else 'none'}"
 
-    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The whole report as one self-contained HTML page; written to ``path`` if given."""
+    @cached_property
+    def _figure_pngs(self) -> dict[str, str]:
+        # encoded once: the notebook view and every to_html share them
+        return {name: _html.figure_png_base64(fig) for name, fig in self.figures.items()}
+
+    def to_html(self, path: str | os.PathLike[str] | None = None, *, figures: bool = True) -> str:
+        """The whole report as one self-contained HTML page (figures as embedded PNG, or
+        left out with ``figures=False``); written to ``path`` if given."""
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         body = _html.body_html(
-            self.tables, self.figures, self.title, f"{self.describe()}. Generated {stamp}."
+            self.tables,
+            self._figure_pngs if figures else None,
+            self.title,
+            f"{self.describe()}. Generated {stamp}.",
         )
         page = _html.document_html(body, self.title)
         if path is not None:
@@ -77,7 +86,7 @@ class ExecutionReport:
         return page
 
     def _repr_html_(self) -> str:
-        body = _html.body_html(self.tables, self.figures, self.title, self.describe())
+        body = _html.body_html(self.tables, self._figure_pngs, self.title, self.describe())
         return _html.fragment_html(body)
 
     def __repr__(self) -> str:

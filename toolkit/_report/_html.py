@@ -85,10 +85,11 @@ def table_html(df: pd.DataFrame, name: str) -> str:
 
 def body_html(
     tables: Mapping[str, pd.DataFrame],
-    figures: Mapping[str, Figure] | None,
+    figures: Mapping[str, str] | None,
     title: str,
     subtitle: str = "",
 ) -> str:
+    """The report's sections; ``figures`` maps figure names to base64 PNG (None: none)."""
     parts = [f'<div class="tk-report"><h1>{html.escape(title)}</h1>']
     if subtitle:
         parts.append(f'<p class="note">{html.escape(subtitle)}</p>')
@@ -107,7 +108,7 @@ def body_html(
         for name in s.figures:
             if figures is None or name not in figures:
                 continue
-            b64 = figure_png_base64(figures[name])
+            b64 = figures[name]
             alt = html.escape(name.replace("_", " "))
             parts.append(f'<figure><img alt="{alt}" src="data:image/png;base64,{b64}"></figure>')
         for name in s.tables:

@@ -279,7 +279,7 @@ def _add_quotes(po: pd.DataFrame, et: pd.DataFrame | None) -> pd.DataFrame:
     own = q.merge(ctx, left_on=["orderId", "exchange"], right_on=["orderId", "venue"])
     own = own.sort_values(["orderId", "rank"], kind="stable").drop_duplicates("orderId")
     own = own.set_index("orderId")
-    po["quote"] = po["orderId"].map(own["price"])
+    po["quote"] = po["orderId"].map(own["price"]).astype("float64")
     po["quote_reason"] = po["orderId"].map(own["reason"]).fillna("")
     po["quote_slippage_bp"] = po["sign"] * (po["average"] - po["quote"]) / po["quote"] * 1e4
 
@@ -288,7 +288,7 @@ def _add_quotes(po: pd.DataFrame, et: pd.DataFrame | None) -> pd.DataFrame:
     clean = clean.assign(_key=clean["sign"] * clean["price"])
     best = clean.sort_values(["orderId", "_key", "rank"], kind="stable").drop_duplicates("orderId")
     best = best.set_index("orderId")
-    po["best_quote"] = po["orderId"].map(best["price"])
+    po["best_quote"] = po["orderId"].map(best["price"]).astype("float64")
     po["best_venue"] = po["orderId"].map(best["exchange"])
     bq = po["sign"] * (po["average"] - po["best_quote"]) / po["best_quote"] * 1e4
     po["best_quote_slippage_bp"] = bq
@@ -584,10 +584,10 @@ def venues(po: pd.DataFrame, trades: pd.DataFrame | None) -> pd.DataFrame:
         return empty(cols)
     out = _shares(po, "venue")
     agg = aggregate(po[po["executed"]], ["venue"]).set_index("venue")
-    out["best_venue_hit_rate"] = out["venue"].map(agg["best_venue_hit_rate"])
-    out["quote_slippage_bp"] = out["venue"].map(agg["quote_slippage_bp"])
+    out["best_venue_hit_rate"] = out["venue"].map(agg["best_venue_hit_rate"]).astype("float64")
+    out["quote_slippage_bp"] = out["venue"].map(agg["quote_slippage_bp"]).astype("float64")
     maker = maker_share(trades, po).set_index("venue")
-    out["maker_share"] = out["venue"].map(maker["maker_share"])
+    out["maker_share"] = out["venue"].map(maker["maker_share"]).astype("float64")
     return _conform(out, cols)
 
 
@@ -618,7 +618,7 @@ def contingencies(et: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     per["rate"] = per["contingencies"] / per["quotes"]
     counted = q[q["reason"] != ""].groupby(["exchange", "reason"], sort=True).size()
     r = counted.rename("quotes").reset_index()
-    r["share_of_venue"] = r["quotes"] / r["exchange"].map(per["quotes"])
+    r["share_of_venue"] = r["quotes"] / r["exchange"].map(per["quotes"]).astype("float64")
     return _conform(per.reset_index(), cols), _conform(r, rcols)
 
 

@@ -191,6 +191,11 @@ class LiveView:
             self._on_gap(detail)
 
     def _on_gap(self, detail: str) -> None:
+        if self.state in ("replaying", "replay finished"):
+            # a gap inside a recording: nothing can be re-read, say where data is missing
+            self._set_state(self.state, f"{detail} without data in the recording")
+            return
+        # the next ticks after the restored subscriptions are the current prices again
         self._set_state("gap reconciled", detail)
 
     def _status_html(self) -> str:

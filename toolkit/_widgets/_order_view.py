@@ -44,7 +44,7 @@ _BADGE = {
     "CANCELLED": "#57606a",
     "REJECTED": "#cf222e",
 }
-_GRID = "display:grid;grid-template-columns:150px 55px 75px 40px 95px 95px 1fr 95px;gap:4px;"
+_GRID = "display:grid;grid-template-columns:130px 50px 75px 40px 85px 95px 330px 95px;gap:4px;"
 _COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "updated (UTC)")
 _STYLE = """<style>
 .tk-orow {font-family: ui-monospace, monospace; font-size: 12px; align-items: center;}
@@ -115,7 +115,8 @@ class OrderStatusView(LiveView):
     (accepted, deferred while executing, already final, already cancelling). The newest
     ``max_rows`` matching orders are shown in rows created once; the book keeps at most
     ``history_limit`` finished orders. Repaints at most ``max_hz`` times per second on
-    ``clock``. Starts itself on the running loop when there is one; ``stop()`` ends it.
+    ``clock``. Starts itself on the running loop when there is one (unless
+    ``autostart=False``); ``stop()`` cancels its tasks and closes its widgets.
     """
 
     def __init__(
@@ -178,7 +179,8 @@ class OrderStatusView(LiveView):
             *(slot.box for slot in self._slots),
         )
         self._paint()
-        self._autostart()
+        if autostart:
+            self._autostart()
 
     # -- state -------------------------------------------------------------------------
 
@@ -208,15 +210,27 @@ class OrderStatusView(LiveView):
 
     def _on_order_event(self, event: OrderEvent) -> None:
         self._changed = True
-        if self.state == "reconciling gap" and event.reconciled:
-            self._set_state("gap reconciled", self.state_detail)
         self._paint_soon()
 
     def _on_gap(self, detail: str) -> None:
-        # the book fetches every non-final order after a gap; the state says so until its
-        # answers are in (or at once when the book had nothing to check)
+        if self._client is None or self.state in ("replaying", "replay finished"):
+            super()._on_gap(detail)
+            return
+        # The book re-reads every open order after a gap; the state says so until that
+        # reconciliation has completed (the book's counter moves once it is applied).
         self._set_state("reconciling gap", detail)
-        if not any(not s.final for s in self.book.orders.values()):
+        target = self.book.reconciles + 1
+        if self._loop is not None and not self._stopped:
+            task = self._loop.create_task(self._await_reconcile(target, detail))
+            self._cancel_tasks.add(task)
+            task.add_done_callback(self._cancel_tasks.discard)
+
+    async def _await_reconcile(self, target: int, detail: str, timeout: float = 120.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.book.reconciles < target and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if self.state == "reconciling gap" and self.book.reconciles >= target:
             self._set_state("gap reconciled", detail)
 
     def _on_filter(self, _change: Any) -> None:

@@ -84,8 +84,10 @@ class TickerView(LiveView):
     ``source`` is a client (subscribes ``watchTickers`` when ``symbols`` is None, one
     ``watchTicker`` per symbol otherwise), a recording path or ``tk.replay(...)`` iterator,
     or any (async) iterable of ticker events. The view starts itself as a task on the
-    running loop when there is one (Jupyter); otherwise call ``start()`` inside a loop or
-    ``await view.run()``. However fast ticks arrive, the widgets repaint at most ``max_hz``
+    running loop when there is one (Jupyter) unless ``autostart=False``; otherwise call
+    ``start()`` inside a loop or ``await view.run()``. ``stop()`` cancels the task (closing
+    its stream) and closes the widgets; ``speed`` paces a recording (None: at once).
+    However fast ticks arrive, the widgets repaint at most ``max_hz``
     times per second on ``clock`` (injectable for tests), pushing only the rows that changed
     since the last repaint. Memory is bounded by the number of pairs.
     """
@@ -122,7 +124,8 @@ class TickerView(LiveView):
             for symbol in self._symbols:
                 self._row(symbol)
             self._body.children = tuple(self._row_widgets.values())
-        self._autostart()
+        if autostart:
+            self._autostart()
 
     # -- state -------------------------------------------------------------------------
 

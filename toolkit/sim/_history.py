@@ -190,6 +190,9 @@ def _limit(rng: random.Random, order: Order, reference: Decimal, now_ms: int) ->
     at = order.created_at
     dp = PRICE_DP[order.symbol]
     off = Decimal(rng.randint(5, 50)) / 1000
+    if st == "OPEN":
+        # still waiting: placed around today's price, so the live walk reaches some later
+        reference = REFERENCE_PRICES[order.symbol]
     # a buy waits below the market, a sell above it
     limit = q(reference * (1 - off if order.side == "buy" else 1 + off), dp)
     order.limit_price = limit

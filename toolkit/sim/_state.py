@@ -7,6 +7,7 @@ import asyncio
 import base64
 import bisect
 import hashlib
+import heapq
 import hmac
 import json
 import math
@@ -122,6 +123,10 @@ class SimState:
         self._index: dict[str, _Index] = {a: _Index() for a in PROFILES}
         self._client_ids: dict[str, set[str]] = {a: set() for a in PROFILES}
         self._open: dict[str, Order] = {}
+        # OPEN limit orders by how soon a price move fires them: buys by highest limit,
+        # sells by lowest; entries go stale when an order leaves OPEN and are skipped
+        self._buys: dict[str, list[tuple[Decimal, str]]] = {s: [] for s in SYMBOLS}
+        self._sells: dict[str, list[tuple[Decimal, str]]] = {s: [] for s in SYMBOLS}
         self.events: dict[str, list[str]] = {}
         self.balances: dict[str, dict[str, list[Decimal]]] = {
             a: {asset: [amt, Decimal(0)] for asset, amt in b.items()}
@@ -136,7 +141,7 @@ class SimState:
             if order.is_limit and order.status in ACTIVE:
                 self._lock(order, force=True)
                 if order.status == "OPEN":
-                    self._open[order.id] = order
+                    self._watch(order)
         self.engine = Engine(self)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handles: set[asyncio.TimerHandle] = set()
@@ -207,13 +212,21 @@ class SimState:
         now = self._stamp(order)
         if order.is_limit:
             if to == "OPEN":
-                self._open[order.id] = order
+                self._watch(order)
             else:
                 self._open.pop(order.id, None)
             assert order.versions is not None
             order.versions.append((now, list_item(order)))
         if publish:
             self._publish_order(order)
+
+    def _watch(self, order: Order) -> None:
+        self._open[order.id] = order
+        assert order.limit_price is not None
+        if order.side == "buy":
+            heapq.heappush(self._buys.setdefault(order.symbol, []), (-order.limit_price, order.id))
+        else:
+            heapq.heappush(self._sells.setdefault(order.symbol, []), (order.limit_price, order.id))
 
     def _publish_order(self, order: Order) -> None:
         knobs = self.knobs
@@ -443,18 +456,24 @@ class SimState:
         ask is at or below its limit, a sell when the best bid is at or above it."""
         bid, bid_venue, ask, ask_venue = self.market.best(symbol)
         fired: list[str] = []
-        for order in list(self._open.values()):
-            if order.symbol != symbol or order.held or order.limit_price is None:
-                continue
-            if order.side == "buy" and ask <= order.limit_price:
-                self._trigger(order, ask, ask_venue)
-            elif order.side == "sell" and bid >= order.limit_price:
-                self._trigger(order, bid, bid_venue)
-            else:
-                continue
-            fired.append(order.id)
-            self._later(float(self.knobs.execution_step_s), self._step, order.id, may_fail)
+        buys, sells = self._buys.get(symbol, []), self._sells.get(symbol, [])
+        while buys and -buys[0][0] >= ask:
+            _, order_id = heapq.heappop(buys)
+            if self._fire(order_id, ask, ask_venue, may_fail):
+                fired.append(order_id)
+        while sells and sells[0][0] <= bid:
+            _, order_id = heapq.heappop(sells)
+            if self._fire(order_id, bid, bid_venue, may_fail):
+                fired.append(order_id)
         return fired
+
+    def _fire(self, order_id: str, price: Decimal, venue: str, may_fail: bool) -> bool:
+        order = self.orders[order_id]
+        if order.status != "OPEN" or order.held:
+            return False  # a stale heap entry: the order left OPEN since it was pushed
+        self._trigger(order, price, venue)
+        self._later(float(self.knobs.execution_step_s), self._step, order.id, may_fail)
+        return True
 
     def _trigger(self, order: Order, price: Decimal, venue: str) -> None:
         order.trigger = {
