@@ -326,10 +326,10 @@ async def test_max_duration_close_is_survived_by_reconnect(fresh_sim: Simulator)
 
 
 async def test_rotation_before_max_duration_leaves_no_gap(fresh_sim: Simulator) -> None:
-    fresh_sim.control.set_knobs(ws_max_duration_s=1.0)
+    fresh_sim.control.set_knobs(ws_max_duration_s=2.0)
     client = fresh_sim.client()
     try:
-        async with client.stream(rotate_after=0.4, ping_interval=0.2, **FAST) as s:
+        async with client.stream(rotate_after=0.5, ping_interval=0.2, **FAST) as s:
             await s.subscribe("watchTicker", symbol="BTC/BRL")
             seen: list[Event] = []
             s.add_callback(seen.append)
@@ -391,6 +391,48 @@ async def test_reconnect_after_401_forces_a_new_signin(fresh_sim: Simulator) -> 
             assert auth.invalidations == 1 and auth.signins == 2
             assert s.subscriptions == ("watchorders",)
             assert s.stats.reconnects == 1
+    finally:
+        await client.aclose()
+
+
+class HeldAuth(RevocableAuth):
+    """Real signins, but a call waits while ``held`` is clear: the test decides when the
+    next connection (a rotation's) gets its token."""
+
+    def __init__(self, sim: Simulator) -> None:
+        super().__init__(sim)
+        self.released = asyncio.Event()
+        self.released.set()
+        self.waiting = 0
+
+    async def async_token(self, send: Callable[[httpx.Request], Awaitable[Any]]) -> str:
+        if not self.released.is_set():
+            self.waiting += 1
+            await self.released.wait()
+        return await super().async_token(send)
+
+
+async def test_rotation_too_late_reports_the_gap(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(ws_max_duration_s=0.5)
+    auth = HeldAuth(fresh_sim)
+    client = Client(fresh_sim.base_url, auth=auth)
+    try:
+        async with client.stream(rotate_after=0.2, ping_interval=None, **FAST) as s:
+            await s.subscribe("watchOrders")
+            old = s._conn
+            assert old is not None and old.reader is not None
+            auth.released.clear()
+            await until(lambda: auth.waiting == 1, what="the rotation to ask for a token")
+            # the server's max duration ends the old connection while rotation waits
+            await until(old.reader.done, what="the server to close the old connection")
+            auth.released.set()
+            gap = await next_event(s, is_kind("gap"))
+            assert isinstance(gap, SessionEvent)
+            assert "max duration reached" in gap.detail
+            assert gap.gap_start_ns is not None and gap.gap_end_ns is not None
+            assert gap.gap_start_ns < gap.gap_end_ns
+            assert s.subscriptions == ("watchorders",)
+            assert s.stats.connection_id != old.id
     finally:
         await client.aclose()
 

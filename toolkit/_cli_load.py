@@ -32,7 +32,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--until", help="createdAt before (ISO date/datetime, UTC)")
     parser.add_argument("--symbol", action="append", dest="symbols", help="BASE/QUOTE; repeatable")
     parser.add_argument("--ids-file", type=Path, help="file with one order id per line")
-    parser.add_argument("--env-file", type=Path, help="KEY=VALUE lines read before the environment")
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        help="file of KEY=VALUE lines (variables already set in the environment win)",
+    )
     parser.add_argument("--env", choices=("local", "sandbox", "production"), help="TOOLKIT_ENV")
     parser.add_argument("--base-url", help="REST base address (TOOLKIT_BASE_URL)")
     parser.add_argument("--api-key", help="API key (TOOLKIT_API_KEY); the secret only via env")

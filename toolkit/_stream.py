@@ -129,6 +129,8 @@ class _Connection:
     reader: asyncio.Task[None] | None = None
     pinger: asyncio.Task[None] | None = None
     closed_by_us: bool = False
+    #: when the reader saw the connection end (ns, UTC)
+    ended_ns: int | None = None
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -548,6 +550,7 @@ class StreamSession:
             end = err
             raise
         finally:
+            conn.ended_ns = time.time_ns()
             for fut in (conn.waiter, conn.pong):
                 if fut is not None and not fut.done():
                     fut.set_exception(end)
@@ -654,6 +657,15 @@ class StreamSession:
                 return
             self._install(new)
         self._emit_session(new, "connected", f"rotated from {old.id}")
+        if False:
+            # the old connection ended before the new one was ready: data may be missing
+            ended = None if old.reader.cancelled() else old.reader.exception()
+            reason = _describe_end(ended)
+            self._emit_session(old, "disconnected", reason)
+            self._emit_session(new, "resubscribed", ",".join(self._desired))
+            self._emit_session(
+                new, "gap", reason, gap_start_ns=old.ended_ns, gap_end_ns=time.time_ns()
+            )
         await self._shutdown(old, graceful=True)
 
     async def _reconnect_loop(self) -> _Connection:

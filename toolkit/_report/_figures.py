@@ -26,6 +26,30 @@ def _figure(width: float = 8.0, height: float = 3.6) -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
+def _time_bins(t: pd.Series) -> tuple[pd.Series, str]:
+    """Times floored to a bin that gives a readable line: hours, days or weeks by span."""
+    span = t.max() - t.min()
+    if span <= pd.Timedelta(days=2):
+        return t.dt.floor("h"), "hour"
+    if span <= pd.Timedelta(days=180):
+        return t.dt.floor("D"), "day"
+    return t.dt.floor("7D"), "week"
+
+
+BIN_WIDTH = {
+    "hour": pd.Timedelta(hours=1),
+    "day": pd.Timedelta(days=1),
+    "week": pd.Timedelta(days=7),
+}
+
+
+def _one_bin_xlim(ax: Axes, bins: pd.Series, unit: str) -> None:
+    # matplotlib would spread a single date over years; one bin either side reads better
+    if bins.nunique() == 1:
+        only = bins.iloc[0]
+        ax.set_xlim(only - BIN_WIDTH[unit], only + BIN_WIDTH[unit])
+
+
 def _no_data(ax: Axes, what: str) -> None:
     ax.text(0.5, 0.5, f"no data: {what}", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
@@ -71,14 +95,17 @@ def slippage_over_time(t: Tables) -> Figure:
     sample = d.sample(MAX_POINTS, random_state=0) if len(d) > MAX_POINTS else d
     ax.scatter(sample["createdAt"], sample["quote_slippage_bp"], s=8, alpha=0.5, label="orders")
     w = d["notional"].where(d["notional"] > 0)
-    day = d["createdAt"].dt.floor("D")
+    day, unit = _time_bins(d["createdAt"])
     daily = (d["quote_slippage_bp"] * w).groupby(day).sum(min_count=1) / w.groupby(day).sum(
         min_count=1
     )
-    ax.plot(daily.index, daily.to_numpy(), color="C3", marker="o", ms=3, label="daily (weighted)")
+    ax.plot(
+        daily.index, daily.to_numpy(), color="C3", marker="o", ms=3, label=f"per {unit} (weighted)"
+    )
     ax.axhline(0, color="black", lw=0.8)
     ax.set_ylabel("bp")
     ax.legend(fontsize="small")
+    _one_bin_xlim(ax, day, unit)
     fig.autofmt_xdate()
     return fig
 
@@ -126,22 +153,27 @@ def fee_rate_over_time(t: Tables) -> Figure:
     po = t["per_order"]
     d = po.dropna(subset=["createdAt"])
     d = d[d["fee_rate"].notna() | d["tier_rate"].notna()]
-    ax.set_title("Fee rate over time (bp of notional, weighted by notional per day)")
+    ax.set_title("Fee rate over time (bp, weighted by notional)")
     if d.empty:
         _no_data(ax, "no order with a fee rate")
         return fig
     w = d["notional"].where(d["notional"] > 0).fillna(1.0)
-    day = d["createdAt"].dt.floor("D")
-    for col, label in (("fee_rate", "fee.rate"), ("tier_rate", "tier rate")):
+    day, unit = _time_bins(d["createdAt"])
+    styles = {"fee_rate": {"marker": "o", "ms": 5}, "tier_rate": {"marker": "x", "ls": "--"}}
+    for col, label in (
+        ("fee_rate", f"fee.rate per {unit}"),
+        ("tier_rate", f"tier rate per {unit}"),
+    ):
         ok = d[col].notna()
         if not ok.any():
             continue
         num = (d[col] * w)[ok].groupby(day[ok]).sum()
         den = w[ok].groupby(day[ok]).sum()
         daily = num / den * 1e4
-        ax.plot(daily.index, daily.to_numpy(), marker="o", ms=3, label=label)
+        ax.plot(daily.index, daily.to_numpy(), label=label, **styles[col])  # type: ignore[arg-type]
     ax.set_ylabel("bp")
     ax.legend(fontsize="small")
+    _one_bin_xlim(ax, day, unit)
     fig.autofmt_xdate()
     return fig
 

@@ -388,8 +388,11 @@ class SimState:
     def _reject(self, order: Order, reason: str) -> None:
         order.status_reason = reason
         order.error_message = reason
+        locked = order.lock is not None
         self._unlock(order)
         self._transition(order, "REJECTED")
+        if locked:
+            self.publish_balance(order.account)
 
     def _schedule_expiry(self, order: Order) -> None:
         if order.expires_at is not None:
@@ -590,6 +593,8 @@ class SimState:
             self._unlock(order)
             order.status_reason = reason or "expired"
             self._transition(order, "EXPIRED")
+            if order.is_limit:
+                self.publish_balance(order.account)
             return order
         if to == "CANCELLED" and order.status == "CANCELLING":
             order.held = False
