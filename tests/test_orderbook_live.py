@@ -149,6 +149,52 @@ async def test_run_raises_the_error_that_ended_the_session(fresh_sim: Simulator)
         await client.aclose()
 
 
+async def test_periodic_reconcile_sees_unpublished_transitions(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(limit_events="outcome_only")
+    client = fresh_sim.client()
+    try:
+        async with client.stream(ping_interval=None) as s:
+            book = OrderBook(client, reconcile_interval=0.1)
+            runner = asyncio.create_task(book.run(s))
+            await until(lambda: book.reconciles == 1, what="initial reconcile")
+            order = await client.acreate_limit_order("BTC/BRL", "buy", "10", amount="0.001")
+            await asyncio.to_thread(fresh_sim.control.advance, order["id"], "TRIGGERED")
+            # no event is published for either; no drop happens: the timer finds them
+            await until(
+                lambda: order["id"] in book and book.orders[order["id"]].status == "TRIGGERED",
+                what="the periodic reconcile",
+            )
+            assert s.stats.reconnects == 0
+            runner.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await runner
+    finally:
+        await client.aclose()
+
+
+async def test_reconcile_without_active_limit_routes_still_rereads_known_orders(
+    fresh_sim: Simulator,
+) -> None:
+    client = fresh_sim.client()
+    try:
+        book = OrderBook(client)
+        order = await asyncio.to_thread(
+            fresh_sim.control.market_order,
+            symbol="BTC/BRL",
+            side="buy",
+            quoteAmount="100",
+            outcome="pending",
+        )
+        book.apply(order)
+        fresh_sim.control.set_knobs(limit_routes_active=False)
+        await asyncio.to_thread(fresh_sim.control.advance, order["id"], "CLOSED")
+        changes = await book.reconcile()
+        assert [e.order_id for e in changes] == [order["id"]]
+        assert book.orders[order["id"]].status == "CLOSED"
+    finally:
+        await client.aclose()
+
+
 @pytest.mark.parametrize("mode", ["all", "outcome_only"])
 async def test_book_equals_rest_after_50_drops_during_activity(
     fresh_sim: Simulator, mode: str

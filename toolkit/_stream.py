@@ -446,7 +446,6 @@ class StreamSession:
                 self._url(token),
                 open_timeout=self._open_timeout,
                 logger=self._logger,
-                proxy=None,
                 max_queue=64,
             )
         except InvalidURI:
@@ -657,7 +656,7 @@ class StreamSession:
                 return
             self._install(new)
         self._emit_session(new, "connected", f"rotated from {old.id}")
-        if False:
+        if old.reader is not None and old.reader.done() and old.ended_ns is not None:
             # the old connection ended before the new one was ready: data may be missing
             ended = None if old.reader.cancelled() else old.reader.exception()
             reason = _describe_end(ended)

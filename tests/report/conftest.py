@@ -1,4 +1,5 @@
-"""Fixtures of the report tests (helpers live in ``_report_frames``)."""
+"""Fixtures of the report tests; the frame builders they use live in ``_report_frames``
+(a module name no other test folder shares)."""
 
 from __future__ import annotations
 

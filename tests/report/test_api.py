@@ -48,6 +48,24 @@ def test_figures_are_matplotlib_and_never_shown(mixed_report: ExecutionReport) -
     assert plt.get_fignums() == []
 
 
+def test_figures_draw_the_tables(mixed_report: ExecutionReport) -> None:
+    figs = mixed_report.figures
+    venues = mixed_report["venues"]
+    bars: list[Any] = list(figs["venue_shares"].axes[0].patches)
+    # one bar for the order share and one for the notional share of every venue
+    assert len(bars) == 2 * len(venues)
+    heights = sorted(round(b.get_height(), 9) for b in bars)
+    expected = pd.concat([venues["order_share"], venues["notional_share"]])
+    assert heights == sorted(round(float(h), 9) for h in expected)
+    funnel = mixed_report["funnel"]
+    funnel_bars: list[Any] = list(figs["limit_funnel"].axes[0].patches)
+    widths = [b.get_width() for b in funnel_bars]
+    assert widths == funnel["orders"].tolist()
+    lines = figs["latency_cdf"].axes[0].get_lines()
+    steps = [ln for ln in lines if not str(ln.get_label()).startswith("_")]
+    assert len(steps) == len(mixed_report["time_to_execution"])
+
+
 def test_figures_of_an_empty_report_say_no_data() -> None:
     report = execution_report(make_frames([]))
     for name, fig in report.figures.items():
@@ -122,9 +140,9 @@ def test_report_of_the_simulator_history(sim: object) -> None:
     """The simulator's history through the real client: every section has numbers."""
     from toolkit._frames import build_frames
 
-    client = sim.client()  # type: ignore[attr-defined]
     ids = sim.control.order_ids()  # type: ignore[attr-defined]
-    raw = [client.fetch_order(i) for i in ids[:120]]
+    with sim.client() as client:  # type: ignore[attr-defined]
+        raw = [client.fetch_order(i) for i in ids[:120]]
     report = execution_report(build_frames(raw))
     s = report.summary.set_index("metric")["value"]
     assert s["executed orders"] > 0

@@ -195,8 +195,6 @@ class SimState:
         self.by_account.setdefault(order.account, []).append(order.id)
         if order.is_limit:
             self._index.setdefault(order.account, _Index()).add(order)
-            if order.client_order_id:
-                self._client_ids.setdefault(order.account, set()).add(order.client_order_id)
 
     def _stamp(self, order: Order) -> int:
         # strictly increasing, so reconciliation by updatedAt never sees two states tie
@@ -372,9 +370,7 @@ class SimState:
         )
         if client_order_id and not duplicate:
             self._client_ids.setdefault(account, set()).add(client_order_id)
-        order.client_order_id = None  # registered above; _add must not re-register it
         self._add(order)
-        order.client_order_id = client_order_id
         if duplicate:
             self._reject(order, "duplicate")
         elif not self._lock(order):
