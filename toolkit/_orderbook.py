@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from toolkit._events import FINAL_STATUSES, OrderEvent, SessionEvent, order_event
@@ -135,8 +136,6 @@ class OrderBook:
     @property
     def orders(self) -> Mapping[str, OrderState]:
         """Order id -> latest state (a read-only view)."""
-        from types import MappingProxyType
-
         return MappingProxyType(self._orders)
 
     def history(self, order_id: str) -> tuple[Transition, ...]:

@@ -312,24 +312,29 @@ def _write_file(
     return final
 
 
-def write_rows(
-    root: str | os.PathLike[str],
-    rows: Iterable[Row],
-    name: str,
-    *,
-    compression: str = "zstd",
-) -> list[Path]:
-    """Write rows as ``part-<name>.parquet`` files, one per (channel, date), each complete
-    before it appears (temporary name + ``os.replace``). Same name, same files: converting
-    a segment twice (after a crash mid-way) overwrites rather than duplicates."""
-    schema = recording_schema()
-    buckets: dict[tuple[str, int], list[Row]] = {}
+Buckets = dict[tuple[str, int], list[Row]]
+
+
+def bucket_rows(rows: Iterable[Row], buckets: Buckets | None = None) -> Buckets:
+    """Rows grouped by (channel, UTC day): one Parquet file each."""
+    out: Buckets = {} if buckets is None else buckets
     for row in rows:
         key = (row[3], row[0] // _NS_PER_DAY)
-        bucket = buckets.get(key)
+        bucket = out.get(key)
         if bucket is None:
-            buckets[key] = bucket = []
+            out[key] = bucket = []
         bucket.append(row)
+    return out
+
+
+def write_buckets(
+    root: str | os.PathLike[str], buckets: Buckets, name: str, *, compression: str = "zstd"
+) -> list[Path]:
+    """Write each bucket as ``part-<name>.parquet`` in its (channel, date) partition, each
+    complete before it appears (temporary name + ``os.replace``). Same name, same files:
+    converting a segment twice (after a crash mid-way) overwrites rather than duplicates.
+    No per-row Python runs here, so a worker thread doing it does not starve the loop."""
+    schema = recording_schema()
     dates: dict[int, str] = {}
     files = []
     for (channel, day), bucket in buckets.items():
@@ -344,6 +349,13 @@ def write_rows(
             )
         )
     return files
+
+
+def write_rows(
+    root: str | os.PathLike[str], rows: Iterable[Row], name: str, *, compression: str = "zstd"
+) -> list[Path]:
+    """Write rows as ``part-<name>.parquet`` files, one per (channel, date)."""
+    return write_buckets(root, bucket_rows(rows), name, compression=compression)
 
 
 def convert_segment(
@@ -457,8 +469,11 @@ class RecordingWriter:
         self._drop_last_ns: int | None = None
         self._last_conn = ""
         self._segment: Segment | None = None
-        # the rows already in the open segment: converting from memory spares decoding
-        self._segment_rows: list[Row] = []
+        # the rows already in the open segment, grouped by file: converting from memory
+        # spares decoding the segment
+        self._segment_rows: Buckets = {}
+        self._segment_count = 0
+        self._unsynced = 0
         self._segment_opened = 0.0
         self._lock_fd: int | None = None
 
@@ -503,7 +518,8 @@ class RecordingWriter:
     def _new_segment(self) -> None:
         name = f"{self._clock_ns():020d}-{os.getpid()}-{next(_counter):06d}"
         self._segment = Segment(_wal_dir(self.root) / f"{name}{SUFFIX}")
-        self._segment_rows = []
+        self._segment_rows = {}
+        self._segment_count = 0
         self._segment_opened = time.monotonic()
 
     # -- input (event-loop thread)
@@ -570,15 +586,31 @@ class RecordingWriter:
 
     # -- output (worker thread)
 
-    def write(self, rows: Sequence[Row]) -> None:
-        """Append rows to the current segment and make them durable."""
+    def append(self, rows: Sequence[Row]) -> None:
+        """Encode rows into the current segment's buffer (not yet durable: ``sync``).
+
+        Meant for the event-loop thread: this is per-row Python work, and running it on a
+        worker thread would make the receiving loop wait for the GIL after every read."""
         if self._segment is None:
             raise RuntimeError("writer is not open")
         if rows:
             self._segment.write_rows(rows)
-            self._segment_rows.extend(rows)
+            bucket_rows(rows, self._segment_rows)
+            self._segment_count += len(rows)
+            self._unsynced += len(rows)
+
+    def sync(self) -> None:
+        """Make every appended row durable (flush + fsync; releases the GIL)."""
+        if self._segment is None:
+            raise RuntimeError("writer is not open")
+        count, self._unsynced = self._unsynced, 0
         self._segment.sync()
-        self.stats.flushed_rows += len(rows)
+        self.stats.flushed_rows += count
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Append rows and make them durable."""
+        self.append(rows)
+        self.sync()
 
     def flush(self) -> None:
         self.write(self.take())
@@ -589,18 +621,19 @@ class RecordingWriter:
             return False
         return (
             seg.size >= self.rotate_bytes
-            or len(self._segment_rows) >= self.rotate_rows
+            or self._segment_count >= self.rotate_rows
             or time.monotonic() - self._segment_opened >= self.rotate_interval
         )
 
     def roll(self) -> ClosedSegment | None:
-        """Close the current segment and start a new one; returns the closed segment with
-        its rows (to be converted)."""
+        """Close the current segment (fsync) and start a new one; returns the closed
+        segment with its rows (to be converted)."""
         old, rows = self._segment, self._segment_rows
+        self._unsynced = 0  # closing syncs them
         self._new_segment()
         return self._close_segment(old, rows)
 
-    def _close_segment(self, seg: Segment | None, rows: list[Row]) -> ClosedSegment | None:
+    def _close_segment(self, seg: Segment | None, rows: Buckets) -> ClosedSegment | None:
         if seg is None:
             return None
         seg.close()
@@ -610,7 +643,9 @@ class RecordingWriter:
         """Write a closed segment's rows as Parquet, then delete the segment."""
         if closed is None:
             return []
-        files = write_rows(self.root, closed.rows, closed.path.stem, compression=self.compression)
+        files = write_buckets(
+            self.root, closed.rows, closed.path.stem, compression=self.compression
+        )
         closed.path.unlink()
         self.stats.files += len(files)
         return files
@@ -620,7 +655,7 @@ class RecordingWriter:
         if reopen:
             return self.convert(self.roll())
         old, rows = self._segment, self._segment_rows
-        self._segment, self._segment_rows = None, []
+        self._segment, self._segment_rows, self._unsynced = None, {}, 0
         return self.convert(self._close_segment(old, rows))
 
 
@@ -629,7 +664,7 @@ class ClosedSegment:
     """A segment that is complete on disk, with its rows still in memory."""
 
     path: Path
-    rows: list[Row]
+    rows: Buckets
 
 
 def _lock(path: Path) -> int:
@@ -808,7 +843,8 @@ class Recorder:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = loop.time() + self.flush_interval
-            await self._in_thread(writer.write, writer.take())
+            writer.append(writer.take())
+            await self._in_thread(writer.sync)
             if writer.rotation_due():
                 if self._converting is not None:
                     await asyncio.shield(self._converting)  # one at a time bounds memory

@@ -160,6 +160,18 @@ def test_move_price_executes_through_the_server(fresh_sim: Simulator) -> None:
     http = httpx.Client(base_url=fresh_sim.base_url, timeout=10)
     token = http.post("/auth/signin", json={"apiKey": "demo", "apiSecret": "demo-secret"})
     http.headers["Authorization"] = f"Bearer {token.json()['token']}"
+    # seeded OPEN orders crossed by these moves trigger first and finish, so the balance
+    # delta below is this test's order alone
+    for price in ("14900", "15100"):
+        for other in fresh_sim.control.move_price("ETH/BRL", price)["triggered"]:
+            deadline = time.monotonic() + 10
+            while http.get("/orders/fetchOrder", params={"orderId": other}).json()["status"] in (
+                "TRIGGERED",
+                "PROCESSING",
+                "EXECUTED",
+            ):
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
     before = fresh_sim.control.balances()
     resp = http.post(
         "/orders/limit/orders",

@@ -135,14 +135,19 @@ def _plan(
 ) -> None:
     """Quotes (and the fill) are made on first use from a seed drawn now: the history
     stays deterministic while only the orders someone reads pay for their details."""
+    # time to execution: mostly sub-second to a few seconds, with a long tail (venue
+    # contingencies, RFQ round trips), so latency reports have a distribution to show
+    lat = min(600_000, max(40, int(rng.lognormvariate(6.8, 1.1))))
     if execute:
-        order.executed_at = at + 1_000
+        order.executed_at = at + lat
     order.detail = partial(
-        _details, seed=rng.getrandbits(64), ref=reference, at=at, ex=execute, taker=taker
+        _details, seed=rng.getrandbits(64), ref=reference, at=at, lat=lat, ex=execute, taker=taker
     )
 
 
-def _details(order: Order, *, seed: int, ref: Decimal, at: int, ex: bool, taker: bool) -> None:
+def _details(
+    order: Order, *, seed: int, ref: Decimal, at: int, lat: int, ex: bool, taker: bool
+) -> None:
     rng = random.Random(seed)
     quotes, venue, price = make_quotes(rng, order.symbol, order.side, ref, at, order.rule)
     order.quotes = quotes
@@ -152,7 +157,7 @@ def _details(order: Order, *, seed: int, ref: Decimal, at: int, ex: bool, taker:
         order.exchange = venue
         partial_fill = rng.random() < 0.1
         order.fill = make_fill(
-            rng, order, venue, price, at + 1_000, partial=partial_fill, taker=taker
+            rng, order, venue, price, at + lat, partial=partial_fill, taker=taker
         )
     elif order.type == "market":
         order.exchange = venue
