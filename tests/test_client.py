@@ -108,3 +108,16 @@ def test_order_id_cannot_change_the_path(fresh_sim: Simulator) -> None:
     ):
         client.cancel_limit_order("a b;c=d")
     assert paths[1].startswith("/orders/limit/orders/a%20b%3Bc%3Dd/cancel")
+
+
+def test_client_imports_neither_the_simulator_nor_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, toolkit._client, toolkit._loaders, toolkit._cli_load;"
+        "bad = [m for m in ('toolkit.sim', 'pandas', 'pyarrow', 'tqdm') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -262,3 +262,26 @@ def test_kill_9_at_random_moments_loses_at_most_the_last_flush(tmp_path: Path) -
         this_run = seqs.iloc[starts[-1] :].tolist()
         assert this_run == list(range(1, len(this_run) + 1)), "a hole in recovered data"
         assert this_run[-1] >= last_durable, (trial, this_run[-1], last_durable)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {
+            "channel": "watchticker",
+            "message": {"symbol": "BTC/BRL", "bid": "1.5", "ask": "", "last": "2", "timestamp": 7},
+        },
+        {
+            "channel": "watchorders",
+            "message": {"id": "l-1", "symbol": "ETH/BRL", "status": "OPEN", "updatedAt": 1_700_000},
+        },
+        {"channel": "watchbalance", "message": {"balances": [], "timestamp": 1_700_000_000_000}},
+    ],
+)
+def test_rows_of_typed_events_equal_rows_of_their_messages(message: dict[str, object]) -> None:
+    from toolkit._events import event_from_message
+    from toolkit._recorder import row_from_event
+
+    event = event_from_message(message, received_at_ns=5, connection_id="c", seq=3)
+    expected = row_from_message(message, received_at_ns=5, connection_id="c", seq=3)
+    assert row_from_event(event) == expected

@@ -37,7 +37,7 @@ def test_503_is_retried_with_growing_jittered_backoff(fresh_sim: Simulator) -> N
     fresh_sim.control.set_knobs(listing_503_rate=1.0)
     sleep = FakeSleep()
     client = fresh_sim.client(sleep=sleep, max_retries=4, backoff_base_s=0.1)
-    with client, pytest.raises(ServiceUnavailable, match="after retries") as info:
+    with client, pytest.raises(ServiceUnavailable, match="after 4 retries") as info:
         client.list_limit_orders()
     assert info.value.status == 503 and info.value.method == "GET"
     assert len(sleep.delays) == 4

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit._events import OrderEvent, TickerEvent
 from toolkit._wal import SUFFIX, Row, Segment, iter_segment_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -212,8 +213,19 @@ def row_from_message(
     )
 
 
+# one encoder for every row: json.dumps with options builds a new one on each call;
+# no circular check either, since a parsed JSON message cannot be circular
+_encode_json = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, check_circular=False, default=str
+).encode
+
+
 def _dumps(raw: Any) -> str:
-    return json.dumps(raw, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _encode_json(raw)
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else value  # NaN (an empty decimal) -> null
 
 
 def session_row(
@@ -255,6 +267,47 @@ def row_from_event(event: Any) -> Row:
     raw = event.raw
     if not isinstance(raw, Mapping):
         raw = {"channel": event.channel, "message": None}
+    kind = type(event)
+    # the hot path: take what the stream already converted instead of parsing again
+    if kind is TickerEvent and event.channel == "watchticker":
+        return Row(
+            event.received_at_ns,
+            event.connection_id,
+            event.seq,
+            "watchticker",
+            event.symbol or None,
+            None,
+            None,
+            _ms(event.timestamp) if event.timestamp else None,
+            _finite(event.bid),
+            _finite(event.ask),
+            _finite(event.last),
+            None,
+            None,
+            None,
+            None,
+            _encode_json(raw),
+        )
+    if kind is OrderEvent and event.channel == "watchorders":
+        order = event.order
+        return Row(
+            event.received_at_ns,
+            event.connection_id,
+            event.seq,
+            "watchorders",
+            _str(order.get("symbol")),
+            _str(order.get("id")),
+            _str(order.get("status")),
+            _ms(order.get("updatedAt")),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            _encode_json(raw),
+        )
     return row_from_message(
         raw,
         received_at_ns=event.received_at_ns,

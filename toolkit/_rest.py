@@ -243,7 +243,7 @@ class AsyncRest:
                     hinted = parse_retry_after(response.headers.get("Retry-After"))
                     if hinted is not None:
                         if hinted > self.settings.retry_after_max_s:
-                            raise self.error(response, route)
+                            raise self.error(response, route, retries=attempt)
                         delay = hinted
                 logger.debug(
                     "%s %s -> %d; retry %d in %.2fs",
@@ -252,13 +252,13 @@ class AsyncRest:
                 await self._retry_wait(delay)
                 attempt += 1
                 continue
-            raise self.error(response, route)
+            raise self.error(response, route, retries=attempt)
 
     async def _retry_wait(self, delay: float) -> None:
         self.retries += 1
         await self._sleep(delay)
 
-    def error(self, response: httpx.Response, route: Route) -> ServiceError:
+    def error(self, response: httpx.Response, route: Route, retries: int = 0) -> ServiceError:
         """The exception for a non-2xx ``response`` on ``route``."""
         request = response.request
         method = request.method
@@ -272,6 +272,7 @@ class AsyncRest:
         }
         detail = _message_of(body)
         suffix = f": {detail}" if detail else ""
+        tried = f" after {retries} retries" if retries else ""
         if status == 404 and route in LIMIT_ROUTES:
             return RouteNotActive(
                 NOT_ACTIVE_MESSAGE.format(method=method, path=request.url.path), **kwargs
@@ -292,12 +293,12 @@ class AsyncRest:
         if status == 409:
             return Conflict(f"{route.value}: conflict{suffix}", **kwargs)
         if status == 429:
-            exc = RateLimited(f"{route.value}: rate limited after retries", **kwargs)
+            exc = RateLimited(f"{route.value}: rate limited{tried}", **kwargs)
             exc.retry_after = parse_retry_after(response.headers.get("Retry-After"))
             return exc
         if status >= 500:
             return ServiceUnavailable(
-                f"{route.value}: service unavailable ({status}) after retries", **kwargs
+                f"{route.value}: service unavailable ({status}){tried}", **kwargs
             )
         return ServiceError(f"{route.value}: unexpected status {status}{suffix}", **kwargs)
 
