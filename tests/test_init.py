@@ -47,3 +47,7 @@ def test_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_all_lists_exactly_the_exports() -> None:
+    assert set(toolkit.__all__) == set(toolkit._EXPORTS) | {"__version__"}

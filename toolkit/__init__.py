@@ -51,7 +51,44 @@ _EXPORTS: dict[str, str] = {
     "ServiceUnavailable": "toolkit._exceptions",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "AuthenticationError",
+    "BadRequest",
+    "BalanceEvent",
+    "CancelOutcome",
+    "CancelResult",
+    "Client",
+    "Conflict",
+    "ExecutionReport",
+    "InvalidRequest",
+    "InvalidResponse",
+    "OrderBook",
+    "OrderEvent",
+    "OrderFrames",
+    "OrderNotFound",
+    "OrderStatusView",
+    "PaginationLoop",
+    "PermissionDenied",
+    "RateLimited",
+    "Recorder",
+    "RouteNotActive",
+    "ServiceError",
+    "ServiceUnavailable",
+    "SessionEvent",
+    "Settings",
+    "Simulator",
+    "StreamSession",
+    "TickerEvent",
+    "TickerView",
+    "TickersEvent",
+    "ToolkitError",
+    "TransportError",
+    "__version__",
+    "build_frames",
+    "execution_report",
+    "read_recording",
+    "replay",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit._cancel import CancelOutcome, CancelResult

@@ -25,14 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         "recorder, execution-quality report.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module_name in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        module.register(sub)
+    for _name, module_name in COMMANDS:
+        importlib.import_module(module_name).register(sub)
     return parser
 
 
