@@ -1,8 +1,9 @@
 """Benchmark of the loader: N orders fetched against the simulator with 50 ms latency,
 compared with the ideal rate (concurrency / latency) and with a sequential loop.
 
-Run: ``.venv/bin/python bench/bench_load.py [--orders N] [--concurrency C]``. The
-simulator runs in a child process so its CPU does not share our interpreter's GIL.
+Run: ``.venv/bin/python bench/bench_load.py [--orders N] [--concurrency C]`` (default
+24: a speedup of 20x over a sequential loop is impossible below ~20 requests in flight).
+The simulator runs in a child process so its CPU does not share our interpreter's GIL.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def sequential_rate(client: Any, ids: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=10_000)
-    parser.add_argument("--concurrency", type=int, default=16)
+    # 20x a sequential loop needs more than 20 slots (each slot is at best one sequential
+    # loop), so the bench runs 24 where the client's default is 16
+    parser.add_argument("--concurrency", type=int, default=24)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--sequential-sample", type=int, default=200)
     args = parser.parse_args()
@@ -79,6 +82,7 @@ def main() -> int:
     ideal = args.concurrency / (args.latency_ms / 1000.0)
     achieved = n / fetch_s
     end_to_end = n / total_s
+    ceiling = args.concurrency / seq / (args.latency_ms / 1000.0)
     rows = [
         ("orders loaded (ids=, fetchOrder each)", f"{n:,}"),
         ("concurrency / latency", f"{args.concurrency} / {args.latency_ms:g} ms"),
@@ -89,14 +93,16 @@ def main() -> int:
         ("frames build", f"{float(frames.attrs['build_seconds']):.2f} s"),
         (f"sequential loop ({args.sequential_sample} orders)", f"{seq:,.1f} orders/s"),
         ("speedup vs sequential", f"{achieved / seq:.1f}x"),
+        # at best every one of `concurrency` slots does what the sequential loop does
+        ("speedup ceiling (concurrency x seq. time / latency)", f"{ceiling:.1f}x"),
         (
             "listing + fetchOrder (limit orders)",
             f"{len(listed.orders):,} in {listed_s:.1f} s = {len(listed.orders) / listed_s:,.0f}/s",
         ),
     ]
     print(table(rows))
-    ok = achieved / ideal >= 0.9 and achieved / seq >= 20
-    print("targets (>= 90% of ideal, >= 20x sequential):", "met" if ok else "NOT met")
+    print(f">= 90% of ideal: {'met' if achieved / ideal >= 0.9 else 'NOT met'}")
+    print(f">= 20x sequential: {'met' if achieved / seq >= 20 else 'NOT met'}")
     return 0
 
 

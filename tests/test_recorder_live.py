@@ -91,10 +91,12 @@ def test_live_recording_with_a_forced_drop_has_a_gap_row(
     for path in tmp_path.rglob("*.parquet"):
         pq.read_table(path)
     assert list((tmp_path / "_wal").glob("*.wal")) == []
-    rows = duckdb.sql(
+    rel = duckdb.sql(
         f"SELECT channel, count(*) AS n FROM read_parquet('{tmp_path}/*/*/*.parquet', "
         "hive_partitioning=true) GROUP BY channel ORDER BY channel"
-    ).fetchall()
+    )
+    assert rel is not None
+    rows = rel.fetchall()
     assert rows == sorted(df.groupby("channel").size().items())
 
 

@@ -27,16 +27,32 @@ T0 = 1_795_305_599 * 10**9
 
 
 def _ticker(symbol: str, bid: float, ts_ms: int, **extra: object) -> dict[str, object]:
-    msg = {"symbol": symbol, "bid": str(bid), "ask": str(bid + 1), "last": str(bid + 0.5)}
+    msg: dict[str, object] = {
+        "symbol": symbol,
+        "bid": str(bid),
+        "ask": str(bid + 1),
+        "last": str(bid + 0.5),
+    }
     msg["timestamp"] = ts_ms
     msg.update(extra)
     return {"channel": "watchticker", "message": msg}
 
 
 def _order(order_id: str, status: str, updated_ms: int, **extra: object) -> dict[str, object]:
-    msg = {"id": order_id, "symbol": "ETH/BRL", "status": status, "updatedAt": updated_ms}
+    msg: dict[str, object] = {
+        "id": order_id,
+        "symbol": "ETH/BRL",
+        "status": status,
+        "updatedAt": updated_ms,
+    }
     msg.update(extra)
     return {"channel": "watchorders", "message": msg}
+
+
+def _sql(query: str) -> duckdb.DuckDBPyRelation:
+    rel = duckdb.sql(query)
+    assert rel is not None
+    return rel
 
 
 def _write(root: Path, rows: list[Row]) -> None:
@@ -156,7 +172,7 @@ def test_columns_argument_is_checked(recording: Path) -> None:
 
 def test_duckdb_reads_the_same_rows(recording: Path) -> None:
     ours = read_recording(recording)
-    theirs = duckdb.sql(
+    theirs = _sql(
         f"SELECT channel, connection_id, seq, symbol, order_id, status, bid, raw, date "
         f"FROM read_parquet('{recording}/*/*/*.parquet', hive_partitioning=true) "
         f"ORDER BY received_at, connection_id, seq"
@@ -183,14 +199,14 @@ def test_a_new_field_in_messages_keeps_the_dataset_readable(tmp_path: Path) -> N
     df = read_recording(root, "watchorders")
     assert list(df["status"]) == ["OPEN", "TRIGGERED"]
     assert json.loads(df["raw"].iloc[1])["message"]["triggerPrice"] == "123.4"
-    count = duckdb.sql(
+    count = _sql(
         f"SELECT count(*) FROM read_parquet('{root}/*/*/*.parquet', hive_partitioning=true)"
     ).fetchall()
     assert count == [(2,)]
 
 
 def test_extraction_never_fails_on_odd_payloads(tmp_path: Path) -> None:
-    odd = [
+    odd: list[dict[str, object]] = [
         {"channel": "watchticker", "message": {"symbol": 5, "bid": "n/a", "timestamp": "x"}},
         {"channel": "watchorders", "message": "not an object"},
         {"channel": "watchtickers", "message": {"tickers": [{"timestamp": 1_700_000_000}]}},
