@@ -138,7 +138,7 @@ async def aload_orders(
         else:
             async for item in client.aiter_limit_orders(status_value):
                 if keep(item):
-                    bar.total = (bar.total or 0) + 1
+                    # no total while listing: a notebook bar cannot grow its maximum
                     await queue.put((position, item["id"]))
                     position += 1
         for _ in range(concurrency):
@@ -211,8 +211,6 @@ def _json_object(body: bytes) -> dict[str, Any]:
 
 
 class _NoBar:
-    total: int | None = None
-
     def update(self, n: int = 1) -> None:
         pass
 
@@ -222,9 +220,7 @@ class _NoBar:
 
 def _progress_bar(enabled: bool, total: int | None) -> Any:
     if not enabled:
-        bar = _NoBar()
-        bar.total = total
-        return bar
+        return _NoBar()
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="order", desc="orders", leave=False)
