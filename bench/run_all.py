@@ -21,7 +21,7 @@ def main() -> int:
     failed = []
     for name in BENCHES:
         print(f"\n=== {name} ===", flush=True)
-        if subprocess.run([sys.executable, str(here / name), *sys.argv[1:]]).returncode:
+        if subprocess.run([sys.executable, str(here / name)]).returncode:
             failed.append(name)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
