@@ -57,6 +57,18 @@ async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
     return True
 
 
+async def _live_prices(client: Any) -> dict[str, float]:
+    """The last price of every pair, from the first watchTickers message."""
+    from toolkit._events import TickersEvent
+
+    async with client.stream() as session:
+        await session.subscribe("watchTickers")
+        async for event in session:
+            if isinstance(event, TickersEvent):
+                return {t.symbol: t.last for t in event.tickers}
+    raise RuntimeError("the ticker stream ended before the first prices")
+
+
 async def arun_demo(
     out: str | Path,
     *,
@@ -92,19 +104,22 @@ async def arun_demo(
             await _wait_for(lambda: rec.stats.messages > 0, timeout=10)
             log(f"recording {', '.join(DEMO_CHANNELS)} to {recording}")
 
-            # activity through the toolkit itself: limit orders around a known price
-            await asyncio.to_thread(control.move_price, "BTC/BRL", 350_000)
+            # activity through the toolkit itself: limit orders around the live prices
+            prices = await _live_prices(client)
+            btc, eth, sol = prices["BTC/BRL"], prices["ETH/BRL"], prices["SOL/BRL"]
             plan: list[tuple[str, str, float, str]] = [
-                ("BTC/BRL", "buy", 348_000, "0.002"),  # triggers when the price dips
-                ("BTC/BRL", "sell", 352_000, "0.002"),  # triggers when the price rises
-                ("BTC/BRL", "buy", 300_000, "0.001"),  # far away: cancelled below
-                ("ETH/BRL", "buy", 1_000, "0.05"),  # far away: cancelled in a batch
-                ("SOL/BRL", "sell", 10_000_000, "1"),  # far away: cancelled in a batch
-                ("BTC/BRL", "buy", 200_000, "0.001"),  # stays OPEN
+                ("BTC/BRL", "buy", btc * 0.995, "0.002"),  # triggers when the price dips
+                ("BTC/BRL", "sell", btc * 1.005, "0.002"),  # triggers when the price rises
+                ("BTC/BRL", "buy", btc * 0.8, "0.001"),  # far away: cancelled below
+                ("ETH/BRL", "buy", eth * 0.7, "0.05"),  # far away: cancelled in a batch
+                ("SOL/BRL", "sell", sol * 1.5, "1"),  # far away: cancelled in a batch
+                ("BTC/BRL", "buy", btc * 0.7, "0.001"),  # stays OPEN
             ]
             created: list[str] = []
             for symbol, side, price, amount in plan:
-                order = await client.acreate_limit_order(symbol, side, price, amount=amount)
+                order = await client.acreate_limit_order(
+                    symbol, side, f"{price:.2f}", amount=amount
+                )
                 created.append(order["id"])
             log(f"created {len(created)} limit orders: {', '.join(created)}")
 
@@ -124,8 +139,8 @@ async def arun_demo(
                 await asyncio.to_thread(
                     control.market_order, symbol=symbol, side=side, amount=amount
                 )
-            await asyncio.to_thread(control.move_price, "BTC/BRL", 347_000)
-            await asyncio.to_thread(control.move_price, "BTC/BRL", 353_000)
+            await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 0.99, 2))
+            await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 1.01, 2))
             log(f"placed market orders and moved prices; recording for {record_seconds:.0f} s")
             await asyncio.sleep(record_seconds)
             stats = await rec.stop()
