@@ -102,3 +102,32 @@ def test_env_and_ids_file_parsing(tmp_path: Path) -> None:
     ids = tmp_path / "ids"
     ids.write_text(" a \n\n# x\nb\n")
     assert read_ids_file(ids) == ["a", "b"]
+
+
+def test_load_ids_from_a_recording(env: Simulator, tmp_path: Path) -> None:
+    import time
+
+    from toolkit._recorder import RecordingWriter, row_from_message
+
+    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:5]
+    root = tmp_path / "rec"
+    writer = RecordingWriter(root)
+    writer.open()
+    for seq, order_id in enumerate([*ids, ids[0]]):  # an id seen twice is loaded once
+        message = {"id": order_id, "status": "closed", "symbol": "BTC/BRL"}
+        raw = {"channel": "watchorders", "message": message}
+        writer.add(row_from_message(raw, received_at_ns=time.time_ns(), connection_id="c1",
+                                    seq=seq))  # fmt: skip
+    writer.close()
+    out = tmp_path / "out"
+    code = main(["load", "--ids-from", str(root), "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert sorted(pd.read_parquet(out / "orders.parquet")["id"]) == sorted(ids)
+
+
+def test_ids_from_a_missing_recording_is_a_clean_error(
+    env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["load", "--ids-from", str(tmp_path / "nope"), "--out", str(tmp_path)])
+    assert code == 2
+    assert "no recording" in capsys.readouterr().err

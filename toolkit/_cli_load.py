@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "load",
         help="load orders into Parquet/CSV files",
-        description="Load the account's limit orders (or the orders named in --ids-file) "
+        description="Load the account's limit orders (or the orders named in --ids-file, "
+        "or every order seen in a recording with --ids-from) "
         "with fetchOrder and write orders, trades, fees, evaluated_tickers and fills. "
         "Configured by TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET "
         "(options below win).",
@@ -32,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--until", help="createdAt before (ISO date/datetime, UTC)")
     parser.add_argument("--symbol", action="append", dest="symbols", help="BASE/QUOTE; repeatable")
     parser.add_argument("--ids-file", type=Path, help="file with one order id per line")
+    parser.add_argument(
+        "--ids-from",
+        type=Path,
+        metavar="ROOT",
+        help="a recording (toolkit record --out ROOT): load every order id seen in it",
+    )
     parser.add_argument(
         "--env-file",
         type=Path,
@@ -97,6 +104,12 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
             options["concurrency"] = args.concurrency
         status = ",".join(args.status) if args.status else None
         ids = read_ids_file(args.ids_file) if args.ids_file is not None else None
+        if args.ids_from is not None:
+            from toolkit._recording import order_ids_in_recording
+
+            if not args.ids_from.is_dir():
+                raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
+            ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
         started = time.perf_counter()
         with Client.from_env(env, **options) as client:
             frames = client.load_orders(

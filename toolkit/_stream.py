@@ -13,7 +13,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from types import TracebackType
@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ConfirmationTimeout",
+    "RawCallback",
     "StreamClosed",
     "StreamSession",
     "StreamStats",
@@ -64,6 +65,15 @@ _TOKEN_IN_TEXT = re.compile(r"(token=)[^&\s\"']*", re.IGNORECASE)
 DEFAULT_ROTATE_AFTER_S = 2 * 3600 - 5 * 60
 #: the idle limit is 10 min; a ping every minute keeps well clear of it
 DEFAULT_PING_INTERVAL_S = 60.0
+
+#: ``fn(text, received_at_ns, connection_id, seq)``: one data message as the server sent it
+RawCallback = Callable[[str, int, str, int], Any]
+#: how every data message of the service starts (compact JSON, ``channel`` first): such a
+#: message has a top-level ``channel``, so it is never a reply (``classify_reply``) and the
+#: raw path can hand it on without decoding it. Anything else takes the decoding path.
+_DATA_PREFIX = '{"channel":'
+#: put in the main queue when the session closes, to wake a waiting ``async for``
+_WAKE: Any = object()
 
 
 class ConfirmationTimeout(TransportError, TimeoutError):
@@ -146,6 +156,14 @@ class StreamSession:
     InvalidRequest. Events arrive in order through ``async for event in session``,
     through callbacks (``add_callback``) and through bounded per-channel queues
     (``queue``); a full queue drops the newest event and counts it in ``stats.dropped``.
+    ``queue_size=0`` means no main queue (``async for`` raises; nothing is counted as
+    dropped), for consumers that only use callbacks or per-channel queues.
+
+    The raw path (``add_raw_callback``) hands on every data message as the text the
+    server sent, before any typed event is built; typed events are only built when
+    something reads them (the main queue, an unfiltered callback, or a callback or queue
+    of that channel), so a session fed only to raw callbacks does not decode messages
+    that start like the service's data messages (``{"channel":``).
 
     The connection stays up: a ``{"action":"ping"}`` every ``ping_interval`` seconds
     (no pong within ``ping_timeout`` cuts the connection), a make-before-break rotation
@@ -180,8 +198,8 @@ class StreamSession:
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         ws_url: str | None = None,
     ) -> None:
-        if queue_size < 1:
-            raise ValueError("queue_size must be >= 1")
+        if queue_size < 0:
+            raise ValueError("queue_size must be >= 0 (0: no main queue)")
         self._client = client
         self._reconnect = reconnect
         self._ping_interval = ping_interval
@@ -202,9 +220,15 @@ class StreamSession:
         self._ready = asyncio.Event()
         self._closed = asyncio.Event()
         self._error: BaseException | None = None
-        self._main: asyncio.Queue[Event] = asyncio.Queue(queue_size)
+        # Any: the events, and _WAKE once closed
+        self._main: asyncio.Queue[Any] | None = asyncio.Queue(queue_size) if queue_size else None
         self._queues: dict[str, list[asyncio.Queue[Event]]] = {}
-        self._callbacks: list[Callable[[Event], Any]] = []
+        self._callbacks: list[tuple[Callable[[Event], Any], frozenset[str] | None]] = []
+        self._raw_callbacks: list[RawCallback] = []
+        #: data channels with a typed consumer of their own (queue or filtered callback)
+        self._typed_channels: frozenset[str] = frozenset()
+        #: every data message needs its typed event (main queue or unfiltered callback)
+        self._typed_all = self._main is not None
         self._supervisor: asyncio.Task[None] | None = None
         self._received = 0
         self._dropped = 0
@@ -285,7 +309,7 @@ class StreamSession:
             await self._shutdown(self._conn, graceful=True)
             # tells consumers fed by callbacks (e.g. OrderBook.run) that nothing follows
             self._emit_session(self._conn, "disconnected", "session closed by the caller")
-        self._closed.set()
+        self._set_closed()
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
@@ -315,14 +339,37 @@ class StreamSession:
             self._emit_session(self._conn, "unsubscribed", key)
         return key
 
-    def add_callback(self, fn: Callable[[Event], Any]) -> Callable[[], None]:
-        """Call ``fn(event)`` for every event, in order, on the event loop; returns a
-        function that removes it. An exception in ``fn`` is logged, never propagated."""
-        self._callbacks.append(fn)
+    def add_callback(
+        self, fn: Callable[[Event], Any], channels: Iterable[str] | None = None
+    ) -> Callable[[], None]:
+        """Call ``fn(event)`` for every event (or only for the events of ``channels``,
+        any case, ``"_session"`` for session events), in order, on the event loop; returns
+        a function that removes it. An exception in ``fn`` is logged, never propagated."""
+        chans = None if channels is None else frozenset(c.strip().lower() for c in channels)
+        entry = (fn, chans)
+        self._callbacks.append(entry)
+        self._update_consumers()
 
         def remove() -> None:
             with contextlib.suppress(ValueError):
-                self._callbacks.remove(fn)
+                self._callbacks.remove(entry)
+            self._update_consumers()
+
+        return remove
+
+    def add_raw_callback(self, fn: RawCallback) -> Callable[[], None]:
+        """Call ``fn(text, received_at_ns, connection_id, seq)`` for every data message,
+        with the text exactly as the server sent it (a binary frame is decoded as UTF-8),
+        in order, on the event loop, before the typed event (if any) is dispatched. Session
+        events do not go through it (use ``add_callback(fn, channels=["_session"])``).
+        Messages starting with ``{"channel":`` reach it undecoded: one that is not valid
+        JSON is passed on too. Returns a function that removes it; an exception in ``fn``
+        is logged, never propagated."""
+        self._raw_callbacks.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._raw_callbacks.remove(fn)
 
         return remove
 
@@ -332,29 +379,60 @@ class StreamSession:
         name = channel.strip().lower()
         q: asyncio.Queue[Event] = asyncio.Queue(maxsize)
         self._queues.setdefault(name, []).append(q)
+        self._update_consumers()
         return q
 
+    def _update_consumers(self) -> None:
+        """Which data messages need a typed event (the raw path skips the others)."""
+        named = set(self._queues)
+        for _fn, chans in self._callbacks:
+            if chans is not None:
+                named |= chans
+        named.discard("_session")
+        self._typed_channels = frozenset(named)
+        self._typed_all = self._main is not None or any(c is None for _f, c in self._callbacks)
+
     def __aiter__(self) -> StreamSession:
+        if self._main is None:
+            raise RuntimeError(
+                "this stream session has no main queue (queue_size=0): read it with "
+                "add_callback(), add_raw_callback() or queue(channel)"
+            )
         return self
 
     async def __anext__(self) -> Event:
+        main = self._main
+        if main is None:
+            self.__aiter__()  # raises the explanation
+            raise AssertionError  # pragma: no cover
         while True:
-            with contextlib.suppress(asyncio.QueueEmpty):
-                return self._main.get_nowait()
-            if self._closed.is_set() or self._state is _State.CLOSED:
-                if self._error is not None:
-                    raise self._error
-                raise StopAsyncIteration
-            getter = asyncio.ensure_future(self._main.get())
-            closer = asyncio.ensure_future(self._closed.wait())
             try:
-                await asyncio.wait((getter, closer), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                closer.cancel()
-                if not getter.done():
-                    getter.cancel()
-            if getter.done() and not getter.cancelled():
-                return getter.result()
+                item = main.get_nowait()
+            except asyncio.QueueEmpty:
+                if self._closed.is_set() or self._state is _State.CLOSED:
+                    self._end_iteration()
+                # one future per wait: closing the session puts _WAKE in the queue
+                item = await main.get()
+            if item is _WAKE:
+                if self._closed.is_set():
+                    # pass it on, so every consumer waiting on the queue wakes up too
+                    with contextlib.suppress(asyncio.QueueFull):
+                        main.put_nowait(_WAKE)
+                    self._end_iteration()
+                continue
+            return item  # type: ignore[no-any-return]
+
+    def _end_iteration(self) -> None:
+        if self._error is not None:
+            raise self._error
+        raise StopAsyncIteration
+
+    def _set_closed(self) -> None:
+        """Mark the session closed and wake a consumer waiting in ``async for``."""
+        self._closed.set()
+        if self._main is not None:
+            with contextlib.suppress(asyncio.QueueFull):
+                self._main.put_nowait(_WAKE)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -521,14 +599,32 @@ class StreamSession:
         """Read every message of ``conn`` until it ends (the ConnectionClosed is the
         task's exception, for the supervisor); pending waiters fail with it."""
         end: BaseException = ConnectionClosed(None, None)
+        recv = conn.ws.recv
+        conn_id = conn.id
+        clock = time.time_ns
         try:
             while True:
-                text = await conn.ws.recv()
-                received = time.time_ns()
+                text = await recv()
+                received = clock()
+                if (
+                    not self._typed_all
+                    and not self._typed_channels
+                    and text.__class__ is str
+                    and text.startswith(_DATA_PREFIX)
+                ):
+                    # the raw path: a data message nobody wants typed is not decoded here
+                    conn.seq += 1
+                    self._received += 1
+                    for raw_fn in self._raw_callbacks:
+                        try:
+                            raw_fn(text, received, conn_id, conn.seq)
+                        except Exception:
+                            _log.exception("a raw stream callback failed")
+                    continue
                 try:
                     msg = json.loads(text)
                 except ValueError:
-                    _log.warning("ignored a message that is not JSON on %s", conn.id)
+                    _log.warning("ignored a message that is not JSON on %s", conn_id)
                     continue
                 if not isinstance(msg, dict):
                     continue
@@ -536,14 +632,24 @@ class StreamSession:
                 if reply is not None:
                     self._on_reply(conn, reply)
                     continue
-                try:
-                    event = event_from_message(
-                        msg, received_at_ns=received, connection_id=conn.id, seq=conn.next_seq()
-                    )
-                except (ValueError, TypeError) as err:
-                    _log.warning("ignored a malformed data message on %s: %s", conn.id, err)
+                seq = conn.next_seq()
+                if "channel" not in msg:
+                    _log.warning("ignored a data message without a channel on %s", conn_id)
                     continue
                 self._received += 1
+                if self._raw_callbacks:
+                    self._dispatch_raw(text, received, conn_id, seq)
+                if not self._typed_all and (
+                    str(msg["channel"]).lower() not in self._typed_channels
+                ):
+                    continue
+                try:
+                    event = event_from_message(
+                        msg, received_at_ns=received, connection_id=conn_id, seq=seq
+                    )
+                except (ValueError, TypeError) as err:
+                    _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
+                    continue
                 self._dispatch(event)
         except ConnectionClosed as err:
             end = err
@@ -716,7 +822,7 @@ class StreamSession:
         conn = self._conn
         if conn is not None:
             self._emit_session(conn, "disconnected", f"closed: {exc}")
-        self._closed.set()
+        self._set_closed()
 
     # -- events ------------------------------------------------------------------------
 
@@ -742,11 +848,23 @@ class StreamSession:
         )
         self._dispatch(event)
 
+    def _dispatch_raw(self, text: str | bytes, received: int, conn_id: str, seq: int) -> None:
+        if not isinstance(text, str):
+            text = bytes(text).decode("utf-8", "replace")
+        for fn in list(self._raw_callbacks):
+            try:
+                fn(text, received, conn_id, seq)
+            except Exception:
+                _log.exception("a raw stream callback failed")
+
     def _dispatch(self, event: Event) -> None:
-        self._offer(self._main, event)
+        if self._main is not None:
+            self._offer(self._main, event)
         for q in self._queues.get(event.channel, ()):
             self._offer(q, event)
-        for fn in list(self._callbacks):
+        for fn, chans in list(self._callbacks):
+            if chans is not None and event.channel not in chans:
+                continue
             try:
                 fn(event)
             except Exception:
