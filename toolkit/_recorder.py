@@ -7,6 +7,12 @@ rotation (time or size) the closed segment becomes Parquet files, each written t
 temporary name and ``os.replace``d into place, then the segment is deleted. Segments left
 by a crash are converted when the next writer opens the root, so a crash loses at most
 the last flush interval and every ``.parquet`` on disk is always complete.
+
+Data messages take a raw path (``add_raw``): only (received time, connection, seq, the
+text as sent) is kept per message, a flush writes them as one Arrow batch record of the
+segment, and the per-channel columns are extracted at conversion, in Arrow's C++ JSON
+reader (with a per-row Python fallback), so the receiving loop does almost no work per
+message.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import itertools
 import json
 import os
 import re
+import struct
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit._events import OrderEvent, TickerEvent
-from toolkit._wal import SUFFIX, Row, Segment, iter_segment_rows
+from toolkit._wal import SUFFIX, Row, Segment, decode_payload, iter_payloads
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -46,6 +54,7 @@ __all__ = [
     "recover",
     "row_from_event",
     "row_from_message",
+    "rows_from_raw",
 ]
 
 SESSION_CHANNEL = "_session"
@@ -213,6 +222,37 @@ def row_from_message(
     )
 
 
+_CHANNEL_PREFIX = re.compile(r'\{\s*"channel"\s*:\s*"([^"\\]*)"')
+#: channel of a data message whose text is not a JSON object (kept, never dropped)
+UNPARSED_CHANNEL = "_unparsed"
+
+
+def row_from_text(text: str, *, received_at_ns: int, connection_id: str, seq: int) -> Row:
+    """The row of one data message as the server sent it; ``raw`` is ``text`` itself."""
+    try:
+        msg = json.loads(text)
+    except ValueError:
+        msg = None
+    if not isinstance(msg, Mapping):
+        sniffed = _CHANNEL_PREFIX.match(text)
+        channel = sniffed.group(1).lower() if sniffed else UNPARSED_CHANNEL
+        return Row(received_at_ns, connection_id, seq, channel, raw=text)
+    return row_from_message(
+        msg, received_at_ns=received_at_ns, connection_id=connection_id, seq=seq, raw_text=text
+    )
+
+
+RawItem = tuple[int, str, int, str]  # received_at_ns, connection_id, seq, text
+
+
+def rows_from_raw(items: Iterable[RawItem]) -> list[Row]:
+    """Rows of raw data messages (the per-row Python path of the conversion)."""
+    return [
+        row_from_text(text, received_at_ns=ns, connection_id=conn, seq=seq)
+        for ns, conn, seq, text in items
+    ]
+
+
 # one encoder for every row: json.dumps with options builds a new one on each call;
 # no circular check either, since a parsed JSON message cannot be circular
 _encode_json = json.JSONEncoder(
@@ -346,15 +386,24 @@ def _table(rows: Sequence[Row], schema: pa.Schema) -> pa.Table:
 
 
 def _write_file(
-    rows: Sequence[Row], tmp: Path, final: Path, schema: pa.Schema, compression: str
+    parts: Sequence[Sequence[Row] | pa.Table],
+    tmp: Path,
+    final: Path,
+    schema: pa.Schema,
+    compression: str,
 ) -> Path:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     tmp.parent.mkdir(parents=True, exist_ok=True)
     try:
         with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
-            for i in range(0, len(rows), _ROW_GROUP):
-                writer.write_table(_table(rows[i : i + _ROW_GROUP], schema))
+            for part in parts:
+                if isinstance(part, pa.Table):
+                    writer.write_table(part, row_group_size=_ROW_GROUP)
+                    continue
+                for i in range(0, len(part), _ROW_GROUP):
+                    writer.write_table(_table(part[i : i + _ROW_GROUP], schema))
         _fsync_path(tmp)
         os.replace(tmp, final)
     except BaseException:
@@ -387,10 +436,22 @@ def write_buckets(
     complete before it appears (temporary name + ``os.replace``). Same name, same files:
     converting a segment twice (after a crash mid-way) overwrites rather than duplicates.
     No per-row Python runs here, so a worker thread doing it does not starve the loop."""
+    return write_parts(
+        root, {key: [rows] for key, rows in buckets.items()}, name, compression=compression
+    )
+
+
+Parts = dict[tuple[str, int], list["Sequence[Row] | pa.Table"]]
+
+
+def write_parts(
+    root: str | os.PathLike[str], parts: Parts, name: str, *, compression: str = "zstd"
+) -> list[Path]:
+    """``write_buckets`` for rows and Arrow tables mixed: one file per (channel, day)."""
     schema = recording_schema()
     dates: dict[int, str] = {}
     files = []
-    for (channel, day), bucket in buckets.items():
+    for (channel, day), bucket in parts.items():
         directory = partition_dir(root, channel, _date_of(day * _NS_PER_DAY, dates))
         files.append(
             _write_file(
@@ -404,6 +465,237 @@ def write_buckets(
     return files
 
 
+# ------------------------------------------------------- raw batches (the fast path)
+
+#: a segment record holding a batch of raw data messages starts with this; a row record
+#: starts with its received time, which is never the null int64
+_BATCH_MARK = struct.pack("<q", -(2**63)) + b"TKRAWB01"
+_frame_header = struct.Struct("<II").pack
+
+
+def raw_batch_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("received_at", pa.int64()),
+            pa.field("connection_id", pa.string()),
+            pa.field("seq", pa.int64()),
+            pa.field("raw", pa.large_string()),
+        ]
+    )
+
+
+def raw_batch(items: Sequence[RawItem]) -> pa.RecordBatch:
+    """One Arrow batch of raw data messages (column-wise conversion in C)."""
+    import pyarrow as pa
+
+    ns, conn, seq, text = zip(*items, strict=True) if items else ((), (), (), ())
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(ns, pa.int64()),
+            pa.array(conn, pa.string()),
+            pa.array(seq, pa.int64()),
+            pa.array(text, pa.large_string()),
+        ],
+        schema=raw_batch_schema(),
+    )
+
+
+def encode_batch(batch: pa.RecordBatch) -> bytes:
+    """The framed segment record of a raw batch (same framing as a row record)."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    payload = _BATCH_MARK + sink.getvalue().to_pybytes()
+    return _frame_header(len(payload), zlib.crc32(payload)) + payload
+
+
+def _decode_batches(payload: memoryview) -> list[pa.RecordBatch]:
+    import pyarrow as pa
+
+    data = pa.py_buffer(payload[len(_BATCH_MARK) :])
+    return list(pa.ipc.open_stream(data))
+
+
+def read_segment_items(path: str | os.PathLike[str]) -> tuple[list[Row], list[pa.RecordBatch]]:
+    """The intact rows and raw batches of a segment file (a torn last record is ignored)."""
+    data = Path(path).read_bytes()
+    rows: list[Row] = []
+    batches: list[pa.RecordBatch] = []
+    for _end, payload in iter_payloads(data):
+        if payload[: len(_BATCH_MARK)] == _BATCH_MARK:
+            batches.extend(_decode_batches(payload))
+        else:
+            rows.append(decode_payload(payload))
+    return rows, batches
+
+
+class _Fallback(Exception):
+    """The fast extraction cannot handle this batch: convert it row by row."""
+
+
+def _json_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    text, num = pa.string(), pa.float64()
+    message = pa.struct(
+        [
+            ("id", text),
+            ("symbol", text),
+            ("status", text),
+            ("updatedAt", num),
+            ("timestamp", num),
+            ("bid", text),
+            ("ask", text),
+            ("last", text),
+            ("tickers", pa.list_(pa.struct([("timestamp", num)]))),
+        ]
+    )
+    return pa.schema([("channel", text), ("message", message)])
+
+
+def _ms_array(values: Any) -> Any:
+    """``_ms`` over a float64 array: seconds detected by magnitude, absurd values null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mag = pc.abs(values)
+    scaled = pc.if_else(pc.less(mag, 1e11), pc.multiply(values, 1000.0), values)
+    as_int = pc.cast(pc.if_else(pc.less_equal(mag, 1e16), scaled, None), pa.int64(), safe=False)
+    return as_int
+
+
+def _extract(raw: pa.Table) -> pa.Table:
+    """The recording-schema table of a table of raw data messages, every column extracted
+    in Arrow (C++); raises _Fallback for what only the Python path handles exactly."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    n = raw.num_rows
+    texts = raw.column("raw").combine_chunks()
+    # one message per line: a text with a line break of its own would shift the lines
+    if pc.any(pc.match_substring(texts, "\n")).as_py():
+        raise _Fallback
+    lines = pc.binary_join_element_wise(
+        texts, pa.scalar("", texts.type), pa.scalar("\n", texts.type)
+    )
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset :]
+    start, end = int(offsets[0]), int(offsets[n])
+    body = lines.buffers()[2].slice(start, end - start)
+    try:
+        parsed = pj.read_json(
+            pa.BufferReader(body),
+            read_options=pj.ReadOptions(block_size=max(1 << 20, min(end - start, 1 << 30))),
+            parse_options=pj.ParseOptions(
+                explicit_schema=_json_schema(), unexpected_field_behavior="ignore"
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise _Fallback from exc
+    if parsed.num_rows != n:
+        raise _Fallback
+    channel = pc.utf8_lower(parsed.column("channel").combine_chunks())
+    if channel.null_count:
+        raise _Fallback  # not an object with a text channel
+    message = parsed.column("message").combine_chunks()
+
+    def field_(name: str) -> Any:
+        return pc.struct_field(message, name)
+
+    is_o = pc.equal(channel, "watchorders")
+    is_t = pc.equal(channel, "watchticker")
+    is_ts = pc.equal(channel, "watchtickers")
+    is_b = pc.equal(channel, "watchbalance")
+    text_null = pa.scalar(None, pa.string())
+    int_null = pa.scalar(None, pa.int64())
+    symbol = pc.if_else(pc.or_(is_o, is_t), field_("symbol"), text_null)
+    order_id = pc.if_else(is_o, field_("id"), text_null)
+    status = pc.if_else(is_o, field_("status"), text_null)
+
+    def number(name: str) -> Any:
+        value = field_(name)
+        value = pc.if_else(pc.equal(value, ""), text_null, value)  # "" is null, as _num
+        try:
+            out = pc.cast(value, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise _Fallback from exc
+        return pc.if_else(is_t, out, pa.scalar(None, pa.float64()))
+
+    updated = pc.if_else(
+        is_o,
+        _ms_array(field_("updatedAt")),
+        pc.if_else(pc.or_(is_t, is_b), _ms_array(field_("timestamp")), int_null),
+    )
+    if pc.any(is_ts).as_py():
+        tickers = pc.if_else(is_ts, field_("tickers"), pa.scalar(None, field_("tickers").type))
+        flat = _ms_array(pc.struct_field(pc.list_flatten(tickers), "timestamp"))
+        if len(flat):
+            agg = (
+                pa.table({"p": pc.list_parent_indices(tickers), "v": flat})
+                .group_by("p")
+                .aggregate([("v", "max")])
+                .sort_by("p")
+            )
+            mask = np.zeros(n, dtype=bool)
+            mask[agg.column("p").to_numpy()] = True
+            latest = pc.replace_with_mask(
+                pa.nulls(n, pa.int64()), pa.array(mask), agg.column("v_max").combine_chunks()
+            )
+            updated = pc.if_else(is_ts, latest, updated)
+    schema = recording_schema()
+    nulls = {name: pa.nulls(n, schema.field(name).type) for name in ("kind", "detail")}
+    ts_null = pa.nulls(n, schema.field("gap_start").type)
+    columns = [
+        pc.cast(raw.column("received_at"), schema.field("received_at").type),
+        raw.column("connection_id"),
+        raw.column("seq"),
+        channel,
+        symbol,
+        order_id,
+        status,
+        pc.cast(updated, schema.field("updated_at").type),
+        number("bid"),
+        number("ask"),
+        number("last"),
+        nulls["kind"],
+        nulls["detail"],
+        ts_null,
+        ts_null,
+        pc.cast(texts, pa.string()),
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
+    """Raw batches as recording-schema tables grouped by (channel, UTC day)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: Parts = {}
+    if not batches or not sum(b.num_rows for b in batches):
+        return out
+    raw = pa.Table.from_batches(batches)
+    try:
+        table = _extract(raw)
+    except _Fallback:
+        columns = [raw.column(i).to_pylist() for i in range(4)]
+        rows = rows_from_raw(zip(*columns, strict=True))
+        for key, bucket in bucket_rows(rows).items():
+            out.setdefault(key, []).append(bucket)
+        return out
+    day = pc.divide(raw.column("received_at"), _NS_PER_DAY)
+    keys = pa.table({"c": table.column("channel"), "d": day}).group_by(["c", "d"]).aggregate([])
+    for channel, d in zip(keys.column("c").to_pylist(), keys.column("d").to_pylist(), strict=True):
+        mask = pc.and_(pc.equal(table.column("channel"), channel), pc.equal(day, d))
+        out.setdefault((channel, d), []).append(table.filter(mask))
+    return out
+
+
 def write_rows(
     root: str | os.PathLike[str], rows: Iterable[Row], name: str, *, compression: str = "zstd"
 ) -> list[Path]:
@@ -411,12 +703,22 @@ def write_rows(
     return write_buckets(root, bucket_rows(rows), name, compression=compression)
 
 
+def _merge(rows: Buckets, batches: Sequence[pa.RecordBatch]) -> Parts:
+    parts: Parts = {key: [bucket] for key, bucket in rows.items()}
+    for key, tables in tables_from_raw(batches).items():
+        parts.setdefault(key, []).extend(tables)
+    return parts
+
+
 def convert_segment(
     root: str | os.PathLike[str], segment: str | os.PathLike[str], *, compression: str = "zstd"
 ) -> list[Path]:
     """Turn a closed (or crash-torn) WAL segment into Parquet files, then delete it."""
     path = Path(segment)
-    files = write_rows(root, iter_segment_rows(path), path.stem, compression=compression)
+    rows, batches = read_segment_items(path)
+    files = write_parts(
+        root, _merge(bucket_rows(rows), batches), path.stem, compression=compression
+    )
     path.unlink()
     return files
 
@@ -516,6 +818,8 @@ class RecordingWriter:
         self.stats = RecorderStats()
         self._clock_ns = clock_ns
         self._pending: list[Row] = []
+        #: data messages of the raw path, kept as they came until a flush
+        self._raw: list[RawItem] = []
         self._pending_bytes = 0
         self._drop_count = 0
         self._drop_first_ns: int | None = None
@@ -525,6 +829,7 @@ class RecordingWriter:
         # the rows already in the open segment, grouped by file: converting from memory
         # spares decoding the segment
         self._segment_rows: Buckets = {}
+        self._segment_batches: list[pa.RecordBatch] = []
         self._segment_count = 0
         self._unsynced = 0
         self._segment_opened = 0.0
@@ -572,6 +877,7 @@ class RecordingWriter:
         name = f"{self._clock_ns():020d}-{os.getpid()}-{next(_counter):06d}"
         self._segment = Segment(_wal_dir(self.root) / f"{name}{SUFFIX}")
         self._segment_rows = {}
+        self._segment_batches = []
         self._segment_count = 0
         self._segment_opened = time.monotonic()
 
@@ -579,13 +885,13 @@ class RecordingWriter:
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        return len(self._pending) + len(self._raw)
 
     def add(self, row: Row) -> bool:
         """Queue a row for the next flush; False when the buffer is full (row dropped)."""
         size = len(row.raw) if row.raw else 64
         if (
-            len(self._pending) >= self.max_pending_rows
+            len(self._pending) + len(self._raw) >= self.max_pending_rows
             or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._drop_count += 1
@@ -611,6 +917,30 @@ class RecordingWriter:
     def add_event(self, event: Any) -> bool:
         return self.add(row_from_event(event))
 
+    def add_raw(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
+        """Queue a data message as the server sent it (the stream's raw callback; its
+        columns are extracted at conversion); False when the buffer is full (dropped)."""
+        size = len(text)
+        if (
+            len(self._raw) + len(self._pending) >= self.max_pending_rows
+            or self._pending_bytes + size > self.max_pending_bytes
+        ):
+            self._drop_count += 1
+            self.stats.dropped += 1
+            if self._drop_first_ns is None:
+                self._drop_first_ns = received_at_ns
+            self._drop_last_ns = received_at_ns
+            self._last_conn = connection_id
+            return False
+        if self._drop_count:
+            self._note_drops()
+        self._raw.append((received_at_ns, connection_id, seq, text))
+        self._pending_bytes += size
+        stats = self.stats
+        stats.messages += 1
+        stats.bytes += size
+        return True
+
     def _note_drops(self) -> None:
         count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
         self._drop_count = 0
@@ -630,12 +960,35 @@ class RecordingWriter:
         self.stats.session_rows += 1
 
     def take(self) -> list[Row]:
-        """Hand the pending rows over (to a flush on another thread)."""
+        """Hand the pending rows over, raw data messages converted to rows (slow: the
+        recorder uses ``take_pending``)."""
+        rows, raw = self.take_pending()
+        return rows + rows_from_raw(raw)
+
+    def take_pending(self) -> tuple[list[Row], list[RawItem]]:
+        """Hand the pending rows and raw messages over (to a flush on another thread)."""
         if self._drop_count:
             self._note_drops()
         rows, self._pending = self._pending, []
+        raw, self._raw = self._raw, []
+        if raw:
+            self._last_conn = raw[-1][1]
         self._pending_bytes = 0
-        return rows
+        return rows, raw
+
+    def append_pending(self, pending: tuple[Sequence[Row], Sequence[RawItem]]) -> None:
+        """Append what ``take_pending`` handed over to the current segment: the rows one
+        record each, the raw messages as one Arrow batch record (no per-row Python)."""
+        rows, raw = pending
+        self.append(rows)
+        if raw:
+            if self._segment is None:
+                raise RuntimeError("writer is not open")
+            batch = raw_batch(raw)
+            self._segment.write(encode_batch(batch))
+            self._segment_batches.append(batch)
+            self._segment_count += len(raw)
+            self._unsynced += len(raw)
 
     # -- output (worker thread)
 
@@ -666,7 +1019,8 @@ class RecordingWriter:
         self.sync()
 
     def flush(self) -> None:
-        self.write(self.take())
+        self.append_pending(self.take_pending())
+        self.sync()
 
     def rotation_due(self) -> bool:
         seg = self._segment
@@ -681,23 +1035,28 @@ class RecordingWriter:
     def roll(self) -> ClosedSegment | None:
         """Close the current segment (fsync) and start a new one; returns the closed
         segment with its rows (to be converted)."""
-        old, rows = self._segment, self._segment_rows
+        old, rows, batches = self._segment, self._segment_rows, self._segment_batches
         self._unsynced = 0  # closing syncs them
         self._new_segment()
-        return self._close_segment(old, rows)
+        return self._close_segment(old, rows, batches)
 
-    def _close_segment(self, seg: Segment | None, rows: Buckets) -> ClosedSegment | None:
+    def _close_segment(
+        self, seg: Segment | None, rows: Buckets, batches: list[pa.RecordBatch]
+    ) -> ClosedSegment | None:
         if seg is None:
             return None
         seg.close()
-        return ClosedSegment(seg.path, rows)
+        return ClosedSegment(seg.path, rows, batches)
 
     def convert(self, closed: ClosedSegment | None) -> list[Path]:
         """Write a closed segment's rows as Parquet, then delete the segment."""
         if closed is None:
             return []
-        files = write_buckets(
-            self.root, closed.rows, closed.path.stem, compression=self.compression
+        files = write_parts(
+            self.root,
+            _merge(closed.rows, closed.batches),
+            closed.path.stem,
+            compression=self.compression,
         )
         closed.path.unlink()
         self.stats.files += len(files)
@@ -707,9 +1066,10 @@ class RecordingWriter:
         """Close the current segment, convert it to Parquet, start a new one (or not)."""
         if reopen:
             return self.convert(self.roll())
-        old, rows = self._segment, self._segment_rows
-        self._segment, self._segment_rows, self._unsynced = None, {}, 0
-        return self.convert(self._close_segment(old, rows))
+        old, rows, batches = self._segment, self._segment_rows, self._segment_batches
+        self._segment, self._segment_rows, self._segment_batches = None, {}, []
+        self._unsynced = 0
+        return self.convert(self._close_segment(old, rows, batches))
 
 
 @dataclass(frozen=True, slots=True)
@@ -718,6 +1078,7 @@ class ClosedSegment:
 
     path: Path
     rows: Buckets
+    batches: list[pa.RecordBatch] = field(default_factory=list)
 
 
 def _lock(path: Path) -> int:
@@ -867,12 +1228,26 @@ class Recorder:
         return self.stats
 
     async def _receive(self) -> None:
-        # A callback sees every event synchronously, in order, without the hop through
-        # the session's queue; the writer's bounded buffer is the queue that counts drops.
-        # The session's own queue is not read, so it is kept at size 1.
-        options = {"reconnect": self.reconnect, **self.stream_options, "queue_size": 1}
+        # Callbacks see every message synchronously, in order, without the hop through a
+        # queue; the writer's bounded buffer is the queue that counts drops, so the session
+        # has no main queue. Data messages take the raw path (their text as sent, no typed
+        # event); session events still come typed, as rows of their own.
+        writer = self.writer
+        options = {"reconnect": self.reconnect, **self.stream_options, "queue_size": 0}
         session = self.client.stream(**options)
-        remove = session.add_callback(self.writer.add_event)
+        add_raw = getattr(session, "add_raw_callback", None)
+        if add_raw is not None:
+            removers = [
+                add_raw(writer.add_raw),
+                session.add_callback(writer.add_event, channels=[SESSION_CHANNEL]),
+            ]
+        else:  # a stream without the raw path: typed events, re-encoded
+            removers = [session.add_callback(writer.add_event)]
+
+        def remove() -> None:
+            for fn in removers:
+                fn()
+
         try:
             async with session:
                 self._session = session
@@ -883,6 +1258,12 @@ class Recorder:
                     raise session.error
         finally:
             remove()
+
+    def _write_pending(self, pending: tuple[list[Row], list[RawItem]]) -> None:
+        # in a worker thread: Arrow builds the batch column-wise in C, and the rows are
+        # only the rare session rows
+        self.writer.append_pending(pending)
+        self.writer.sync()
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
         op = asyncio.ensure_future(asyncio.to_thread(fn, *args))
@@ -896,8 +1277,7 @@ class Recorder:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = loop.time() + self.flush_interval
-            writer.append(writer.take())
-            await self._in_thread(writer.sync)
+            await self._in_thread(self._write_pending, writer.take_pending())
             if writer.rotation_due():
                 if self._converting is not None:
                     await asyncio.shield(self._converting)  # one at a time bounds memory
