@@ -105,6 +105,12 @@ def create_limit(http: httpx.Client, **over: Any) -> dict[str, Any]:
     return order
 
 
+def create_limit_id(http: httpx.Client, **over: Any) -> str:
+    """``create_limit``, returning the order id only."""
+    order_id: str = create_limit(http, **over)["id"]
+    return order_id
+
+
 def fetch_order(http: httpx.Client, order_id: str) -> dict[str, Any]:
     """fetchOrder of ``order_id``, asserting 200."""
     resp = http.get("/orders/fetchOrder", params={"orderId": order_id})

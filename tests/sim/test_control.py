@@ -7,9 +7,9 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
 import pytest
 import websockets
+from _helpers import session, signin
 
 from toolkit.sim import SimControlError, Simulator
 
@@ -85,9 +85,7 @@ def test_advance_refuses_impossible_moves(fresh_sim: Simulator) -> None:
 
 
 def test_history_holds_every_limit_status(sim: Simulator) -> None:
-    http = httpx.Client(base_url=sim.base_url)
-    token = http.post("/auth/signin", json={"apiKey": "demo", "apiSecret": "demo-secret"})
-    http.headers["Authorization"] = f"Bearer {token.json()['token']}"
+    http = session(sim)
     seen: set[str] = set()
     for order_id in sim.control.order_ids():
         seen.add(http.get("/orders/fetchOrder", params={"orderId": order_id}).json()["status"])
@@ -131,9 +129,7 @@ async def _next_data(ws: Any, channel: str) -> dict[str, Any]:
 
 
 def test_events_reach_a_websocket_in_order(fresh_sim: Simulator) -> None:
-    token = httpx.post(
-        f"{fresh_sim.base_url}/auth/signin", json={"apiKey": "demo", "apiSecret": "demo-secret"}
-    ).json()["token"]
+    token = signin(fresh_sim)
 
     async def scenario() -> tuple[list[str], dict[str, Any], int]:
         async with websockets.connect(f"{fresh_sim.ws_url}/?token={token}") as ws:

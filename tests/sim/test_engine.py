@@ -8,7 +8,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-import httpx
+from _helpers import create_limit_id, session, wait_status
 
 from toolkit.sim import Simulator
 from toolkit.sim._engine import Market
@@ -129,37 +129,17 @@ def test_execution_cycle_and_rearm_on_the_loop() -> None:
 
 
 def test_expiry_at_the_deadline(fresh_sim: Simulator) -> None:
-    http = httpx.Client(base_url=fresh_sim.base_url, timeout=10)
-    token = http.post("/auth/signin", json={"apiKey": "demo", "apiSecret": "demo-secret"})
-    http.headers["Authorization"] = f"Bearer {token.json()['token']}"
+    http = session(fresh_sim)
     expires = int(time.time() * 1000) + 300
-    resp = http.post(
-        "/orders/limit/orders",
-        json={
-            "profileId": "P1",
-            "symbol": "BTC/BRL",
-            "side": "buy",
-            "amount": "0.001",
-            "limitPrice": "1000",
-            "expiresAt": expires,
-        },
-    )
-    order_id = resp.json()["id"]
-    deadline = time.monotonic() + 10
-    while (order := http.get("/orders/fetchOrder", params={"orderId": order_id}).json())[
-        "status"
-    ] != "EXPIRED":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    order_id = create_limit_id(http, expiresAt=expires)
+    order = wait_status(http, order_id, "EXPIRED", timeout=10, poll=0.02)
     assert order["updatedAt"] >= expires
     assert fresh_sim.control.events(order_id) == ["OPEN", "EXPIRED"]
     http.close()
 
 
 def test_move_price_executes_through_the_server(fresh_sim: Simulator) -> None:
-    http = httpx.Client(base_url=fresh_sim.base_url, timeout=10)
-    token = http.post("/auth/signin", json={"apiKey": "demo", "apiSecret": "demo-secret"})
-    http.headers["Authorization"] = f"Bearer {token.json()['token']}"
+    http = session(fresh_sim)
     # seeded OPEN orders crossed by these moves trigger first and finish, so the balance
     # delta below is this test's order alone
     for price in ("14900", "15100"):
@@ -173,25 +153,15 @@ def test_move_price_executes_through_the_server(fresh_sim: Simulator) -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
     before = fresh_sim.control.balances()
-    resp = http.post(
-        "/orders/limit/orders",
-        json={
-            "profileId": "P1",
-            "symbol": "ETH/BRL",
-            "side": "buy",
-            "amount": "0.5",
-            "limitPrice": "15000",
-            "expiresAt": int(time.time() * 1000) + 60_000,
-        },
+    order_id = create_limit_id(
+        http,
+        symbol="ETH/BRL",
+        amount="0.5",
+        limitPrice="15000",
+        expiresAt=int(time.time() * 1000) + 60_000,
     )
-    order_id = resp.json()["id"]
     assert fresh_sim.control.move_price("ETH/BRL", "14900")["triggered"] == [order_id]
-    deadline = time.monotonic() + 10
-    while (order := http.get("/orders/fetchOrder", params={"orderId": order_id}).json())[
-        "status"
-    ] != "closed":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    order = wait_status(http, order_id, "closed", timeout=10, poll=0.02)
     assert all(Decimal(t["price"]) <= Decimal("15000") for t in order["trades"])
     assert order["triggerPrice"] and order["triggeredAt"] <= order["executedAt"]
     after = fresh_sim.control.balances()

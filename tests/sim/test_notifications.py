@@ -9,136 +9,36 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import websockets
+from _helpers import (
+    BASE,
+    EXTENDED,
+    LIMIT,
+    OPTIONAL_BASE,
+    call,
+    cancel,
+    create_limit,
+    fetch_order,
+    session,
+    signin,
+    wait_status,
+)
 from websockets.asyncio.client import ClientConnection
-
-from toolkit.sim._accounts import API_KEYS
 
 if TYPE_CHECKING:
     from toolkit.sim import Simulator
 
-BASE = {
-    "id",
-    "exchange",
-    "symbol",
-    "side",
-    "type",
-    "status",
-    "errorMessage",
-    "amount",
-    "quoteAmount",
-    "quoteAmountOriginal",
-    "remainingQuoteAmount",
-    "average",
-    "createdAt",
-    "updatedAt",
-    "channel",
-    "rule",
-    "operationalFees",
-}
-OPTIONAL_BASE = {"executedAt", "executedExchange", "evaluatedTickers"}
-EXTENDED = {
-    "account",
-    "orderPoolId",
-    "filledStatus",
-    "amountOriginal",
-    "remainingAmount",
-    "filled",
-    "remaining",
-    "cost",
-    "price",
-    "info",
-    "fee",
-    "trades",
-}
-LIMIT = {"limitPrice", "expiresAt", "statusGroup", "statusReason"}
 #: limit fields the simulator adds along the life cycle (contracts: "Simulator extensions")
 LIMIT_EXTRA = {"triggerPrice", "triggerExchange", "triggeredAt", "cancelRequestedAt"}
 DEFAULT_CANCEL_REASON = "requested by user"
 
 
 # ------------------------------------------------------------------ helpers
-def signin(sim: Simulator, key: str = "demo") -> str:
-    resp = httpx.post(
-        f"{sim.base_url}/auth/signin", json={"apiKey": key, "apiSecret": API_KEYS[key].secret}
-    )
-    resp.raise_for_status()
-    token: str = resp.json()["token"]
-    return token
-
-
-def session(sim: Simulator, key: str = "demo") -> httpx.Client:
-    http = httpx.Client(base_url=sim.base_url, timeout=10)
-    http.headers["Authorization"] = f"Bearer {signin(sim, key)}"
-    return http
-
-
-@pytest.fixture
-def http(fresh_sim: Simulator) -> Iterator[httpx.Client]:
-    client = session(fresh_sim)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def history_http(sim: Simulator) -> Iterator[httpx.Client]:
-    client = session(sim)
-    yield client
-    client.close()
-
-
-def limit_body(**over: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "profileId": "P1",
-        "symbol": "BTC/BRL",
-        "side": "buy",
-        "amount": "0.001",
-        "limitPrice": "1000",
-        "expiresAt": int((time.time() + 3600) * 1000),
-    }
-    body.update(over)
-    return body
-
-
-def create(http: httpx.Client, **over: Any) -> dict[str, Any]:
-    resp = http.post("/orders/limit/orders", json=limit_body(**over))
-    assert resp.status_code == 201, resp.text
-    order: dict[str, Any] = resp.json()
-    return order
-
-
-def fetch(http: httpx.Client, order_id: str) -> dict[str, Any]:
-    resp = http.get("/orders/fetchOrder", params={"orderId": order_id})
-    assert resp.status_code == 200, resp.text
-    order: dict[str, Any] = resp.json()
-    return order
-
-
-def cancel(http: httpx.Client, order_id: str, **body: Any) -> httpx.Response:
-    body.setdefault("profileId", "P1")
-    return http.patch(f"/orders/limit/orders/{order_id}/cancel", json=body)
-
-
-def wait_status(http: httpx.Client, order_id: str, want: str, timeout: float = 5) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while (order := fetch(http, order_id))["status"] != want:
-        assert time.monotonic() < deadline, f"still {order['status']}, wanted {want}"
-        time.sleep(0.01)
-    return order
-
-
-async def call(ws: ClientConnection, msg: dict[str, Any]) -> dict[str, Any]:
-    await ws.send(json.dumps(msg))
-    reply: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-    return reply
-
-
 async def watch_orders(sim: Simulator, key: str = "demo") -> ClientConnection:
     ws = await websockets.connect(f"{sim.ws_url}/?token={signin(sim, key)}")
     reply = await call(ws, {"action": "subscribe", "channel": "watchOrders"})
@@ -176,17 +76,17 @@ def is_int(value: Any) -> bool:
 # ---------------------------------------------- spec 6: REJECTED
 @pytest.mark.parametrize("cause", ["duplicate", "insufficient balance"])
 def test_rejected_limit_order_publishes_rejected(
-    fresh_sim: Simulator, http: httpx.Client, cause: str
+    fresh_sim: Simulator, fresh_http: httpx.Client, cause: str
 ) -> None:
     async def run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ws = await watch_orders(fresh_sim)
         try:
             if cause == "duplicate":
-                first = create(http, clientOrderId="dup-n-1")
+                first = create_limit(fresh_http, clientOrderId="dup-n-1")
                 assert first["status"] == "OPEN"
-                rejected = create(http, clientOrderId="dup-n-1")
+                rejected = create_limit(fresh_http, clientOrderId="dup-n-1")
             else:
-                rejected = create(http, amount="1000", limitPrice="300000")
+                rejected = create_limit(fresh_http, amount="1000", limitPrice="300000")
             return rejected, await notifications(ws, rejected["id"], "REJECTED")
         finally:
             await ws.close()
@@ -199,7 +99,7 @@ def test_rejected_limit_order_publishes_rejected(
     assert fresh_sim.control.events(rejected["id"]) == ["REJECTED"]
     message = published[0]
     assert message["errorMessage"] and message["statusReason"] == cause
-    assert message == rejected == fetch(http, rejected["id"])
+    assert message == rejected == fetch_order(fresh_http, rejected["id"])
     assert not set(message) & EXTENDED
 
 
@@ -215,7 +115,7 @@ def assert_market_fields(order: dict[str, Any]) -> None:
 
 
 def test_market_closed_notification_equals_fetch_order(
-    fresh_sim: Simulator, http: httpx.Client
+    fresh_sim: Simulator, fresh_http: httpx.Client
 ) -> None:
     async def run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ws = await watch_orders(fresh_sim)
@@ -227,7 +127,7 @@ def test_market_closed_notification_equals_fetch_order(
 
     order, published = asyncio.run(run())
     closed = published[-1]
-    assert closed == fetch(http, order["id"]) == order
+    assert closed == fetch_order(fresh_http, order["id"]) == order
     assert_market_fields(closed)
     assert [m["status"] for m in published] == ["pending", "executed", "closed"]
     # the non-terminal ones carry base fields only
@@ -236,7 +136,7 @@ def test_market_closed_notification_equals_fetch_order(
 
 
 def test_market_rejected_notification_equals_fetch_order(
-    fresh_sim: Simulator, http: httpx.Client
+    fresh_sim: Simulator, fresh_http: httpx.Client
 ) -> None:
     async def run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ws = await watch_orders(fresh_sim)
@@ -250,7 +150,7 @@ def test_market_rejected_notification_equals_fetch_order(
 
     order, published = asyncio.run(run())
     rejected = published[-1]
-    assert rejected == fetch(http, order["id"]) == order
+    assert rejected == fetch_order(fresh_http, order["id"]) == order
     assert rejected["errorMessage"]
     assert not set(rejected) & EXTENDED
     assert "RFQ" not in rejected
@@ -258,7 +158,7 @@ def test_market_rejected_notification_equals_fetch_order(
 
 
 def test_limit_notifications_equal_fetch_order_open_cancelling_cancelled(
-    fresh_sim: Simulator, http: httpx.Client
+    fresh_sim: Simulator, fresh_http: httpx.Client
 ) -> None:
     fresh_sim.control.set_knobs(cancel_completion_s=30)
 
@@ -266,17 +166,17 @@ def test_limit_notifications_equal_fetch_order_open_cancelling_cancelled(
         ws = await watch_orders(fresh_sim)
         pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         try:
-            created = create(http)
+            created = create_limit(fresh_http)
             order_id = created["id"]
             (opened,) = await notifications(ws, order_id, "OPEN")
-            pairs["OPEN"] = (opened, fetch(http, order_id))
+            pairs["OPEN"] = (opened, fetch_order(fresh_http, order_id))
             assert created == opened
-            assert cancel(http, order_id, reason="test reason").status_code == 202
+            assert cancel(fresh_http, order_id, reason="test reason").status_code == 202
             (cancelling,) = await notifications(ws, order_id, "CANCELLING")
-            pairs["CANCELLING"] = (cancelling, fetch(http, order_id))
+            pairs["CANCELLING"] = (cancelling, fetch_order(fresh_http, order_id))
             fresh_sim.control.advance(order_id, "CANCELLED")  # completes it now
             (cancelled,) = await notifications(ws, order_id, "CANCELLED")
-            pairs["CANCELLED"] = (cancelled, fetch(http, order_id))
+            pairs["CANCELLED"] = (cancelled, fetch_order(fresh_http, order_id))
         finally:
             await ws.close()
         return pairs
@@ -299,12 +199,12 @@ def test_limit_notifications_equal_fetch_order_open_cancelling_cancelled(
 
 
 def test_limit_closed_notification_equals_fetch_order(
-    fresh_sim: Simulator, http: httpx.Client
+    fresh_sim: Simulator, fresh_http: httpx.Client
 ) -> None:
     async def run() -> tuple[str, list[dict[str, Any]]]:
         ws = await watch_orders(fresh_sim)
         try:
-            order_id = create(http, limitPrice="1000")["id"]
+            order_id = create_limit(fresh_http, limitPrice="1000")["id"]
             assert order_id in fresh_sim.control.move_price("BTC/BRL", "900")["triggered"]
             return order_id, await notifications(ws, order_id, "closed")
         finally:
@@ -319,7 +219,7 @@ def test_limit_closed_notification_equals_fetch_order(
         "closed",
     ]
     closed = published[-1]
-    assert closed == fetch(http, order_id)
+    assert closed == fetch_order(fresh_http, order_id)
     assert set(closed) >= BASE | LIMIT | EXTENDED
     for message in published:
         assert set(message) >= LIMIT, message["status"]
@@ -398,13 +298,13 @@ def check_closed(order: dict[str, Any]) -> None:
 
 
 def all_orders(sim: Simulator, http: httpx.Client, account: str = "A1") -> list[dict[str, Any]]:
-    return [fetch(http, oid) for oid in sim.control.order_ids(account)]
+    return [fetch_order(http, oid) for oid in sim.control.order_ids(account)]
 
 
 def test_closed_orders_of_the_history_have_consistent_objects(
-    sim: Simulator, history_http: httpx.Client
+    sim: Simulator, http: httpx.Client
 ) -> None:
-    closed = [o for o in all_orders(sim, history_http) if o["status"] == "closed"]
+    closed = [o for o in all_orders(sim, http) if o["status"] == "closed"]
     assert {o["type"] for o in closed} == {"market", "limit"}
     for order in closed:
         check_closed(order)
@@ -416,13 +316,13 @@ def test_closed_orders_of_the_history_have_consistent_objects(
 
 
 def test_new_closed_market_orders_have_consistent_objects(
-    fresh_sim: Simulator, http: httpx.Client
+    fresh_sim: Simulator, fresh_http: httpx.Client
 ) -> None:
     for symbol in ("BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL"):
         for side in ("buy", "sell"):
             order = fresh_sim.control.market_order(symbol=symbol, side=side, quoteAmount="700")
             assert order["status"] == "closed"
-            check_closed(fetch(http, order["id"]))
+            check_closed(fetch_order(fresh_http, order["id"]))
 
 
 # ---------------------------------------------- spec 3.1: expired = RFQ
@@ -442,39 +342,41 @@ def test_every_expired_market_order_of_the_history_is_rfq(sim: Simulator) -> Non
     assert seen, "the history holds expired market orders"
 
 
-def test_expired_market_order_from_control_is_rfq(fresh_sim: Simulator, http: httpx.Client) -> None:
+def test_expired_market_order_from_control_is_rfq(
+    fresh_sim: Simulator, fresh_http: httpx.Client
+) -> None:
     order = fresh_sim.control.market_order(symbol="BTC/BRL", side="buy", outcome="expired")
-    fetched = fetch(http, order["id"])
+    fetched = fetch_order(fresh_http, order["id"])
     assert fetched["status"] == "expired"
     assert is_rfq(fetched)
     assert fresh_sim.control.events(order["id"]) == ["pending", "expired"]
 
 
 # ---------------------------------------------- spec 3.2: CANCELLING no longer executes
-def test_cancelling_order_does_not_trigger(fresh_sim: Simulator, http: httpx.Client) -> None:
+def test_cancelling_order_does_not_trigger(fresh_sim: Simulator, fresh_http: httpx.Client) -> None:
     fresh_sim.control.set_knobs(cancel_completion_s=30)
-    cancelled = create(http, limitPrice="1000")["id"]
-    witness = create(http, limitPrice="1000")["id"]  # same limit, left OPEN
-    assert cancel(http, cancelled).status_code == 202
-    assert fetch(http, cancelled)["status"] == "CANCELLING"
+    cancelled = create_limit(fresh_http, limitPrice="1000")["id"]
+    witness = create_limit(fresh_http, limitPrice="1000")["id"]  # same limit, left OPEN
+    assert cancel(fresh_http, cancelled).status_code == 202
+    assert fetch_order(fresh_http, cancelled)["status"] == "CANCELLING"
 
     triggered = fresh_sim.control.move_price("BTC/BRL", "900")["triggered"]
     assert witness in triggered  # the move did cross the limit
     assert cancelled not in triggered
-    wait_status(http, witness, "closed")
+    wait_status(fresh_http, witness, "closed")
     # the witness ran its whole cycle meanwhile: the cancelling order did not move
-    order = fetch(http, cancelled)
+    order = fetch_order(fresh_http, cancelled)
     assert order["status"] == "CANCELLING"
     assert not {"triggerPrice", "triggeredAt", "executedAt"} & set(order)
     assert fresh_sim.control.events(cancelled) == ["OPEN", "CANCELLING"]
 
     fresh_sim.control.advance(cancelled, "CANCELLED")
-    order = fetch(http, cancelled)
+    order = fetch_order(fresh_http, cancelled)
     assert order["status"] == "CANCELLED"
     assert fresh_sim.control.events(cancelled) == ["OPEN", "CANCELLING", "CANCELLED"]
     # a cancelled order does not execute either
     assert cancelled not in fresh_sim.control.move_price("BTC/BRL", "800")["triggered"]
-    assert fetch(http, cancelled)["status"] == "CANCELLED"
+    assert fetch_order(fresh_http, cancelled)["status"] == "CANCELLED"
 
 
 # ---------------------------------------------- spec 4.3: cancel reason
@@ -488,38 +390,42 @@ def test_cancelling_order_does_not_trigger(fresh_sim: Simulator, http: httpx.Cli
     ],
 )
 def test_cancel_reason_is_recorded_with_a_default(
-    fresh_sim: Simulator, http: httpx.Client, body: dict[str, Any], recorded: str
+    fresh_sim: Simulator, fresh_http: httpx.Client, body: dict[str, Any], recorded: str
 ) -> None:
     async def run() -> tuple[str, dict[str, Any]]:
         ws = await watch_orders(fresh_sim)
         try:
-            order_id = create(http)["id"]
-            assert cancel(http, order_id, **body).status_code == 202
+            order_id = create_limit(fresh_http)["id"]
+            assert cancel(fresh_http, order_id, **body).status_code == 202
             return order_id, (await notifications(ws, order_id, "CANCELLED"))[-1]
         finally:
             await ws.close()
 
     order_id, message = asyncio.run(run())
     assert message["statusReason"] == recorded
-    assert fetch(http, order_id)["statusReason"] == recorded
+    assert fetch_order(fresh_http, order_id)["statusReason"] == recorded
 
 
-def test_batch_cancel_records_the_default_reason(fresh_sim: Simulator, http: httpx.Client) -> None:
-    ids = [create(http)["id"] for _ in range(2)]
-    resp = http.post("/orders/limit/orders/cancel", json={"profileId": "P1", "orderIds": ids})
+def test_batch_cancel_records_the_default_reason(
+    fresh_sim: Simulator, fresh_http: httpx.Client
+) -> None:
+    ids = [create_limit(fresh_http)["id"] for _ in range(2)]
+    resp = fresh_http.post("/orders/limit/orders/cancel", json={"profileId": "P1", "orderIds": ids})
     assert resp.status_code == 202
     for order_id in ids:
-        assert wait_status(http, order_id, "CANCELLED")["statusReason"] == DEFAULT_CANCEL_REASON
+        assert (
+            wait_status(fresh_http, order_id, "CANCELLED")["statusReason"] == DEFAULT_CANCEL_REASON
+        )
 
 
-def test_deferred_cancel_records_its_reason(fresh_sim: Simulator, http: httpx.Client) -> None:
-    with_reason, without = create(http)["id"], create(http)["id"]
+def test_deferred_cancel_records_its_reason(fresh_sim: Simulator, fresh_http: httpx.Client) -> None:
+    with_reason, without = create_limit(fresh_http)["id"], create_limit(fresh_http)["id"]
     for order_id, body in ((with_reason, {"reason": "too late"}), (without, {})):
         fresh_sim.control.advance(order_id, "TRIGGERED")
-        assert cancel(http, order_id, **body).status_code == 409
+        assert cancel(fresh_http, order_id, **body).status_code == 409
         fresh_sim.control.advance(order_id, "OPEN")  # re-arm: the recorded cancel is honoured
-    assert wait_status(http, with_reason, "CANCELLED")["statusReason"] == "too late"
-    assert wait_status(http, without, "CANCELLED")["statusReason"] == DEFAULT_CANCEL_REASON
+    assert wait_status(fresh_http, with_reason, "CANCELLED")["statusReason"] == "too late"
+    assert wait_status(fresh_http, without, "CANCELLED")["statusReason"] == DEFAULT_CANCEL_REASON
 
 
 # ---------------------------------------------- spec 5.2: no auth after connecting

@@ -4,37 +4,15 @@ status filters, page bounds, the 503 fault and the eventual-consistency lag."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from _helpers import create_limit_id, session
 
 from toolkit.sim import Simulator
 
 FAR_FUTURE_MS = int(time.time() * 1000) + 7 * 86_400_000
-
-
-def session(sim: Simulator, key: str = "demo") -> httpx.Client:
-    http = httpx.Client(base_url=sim.base_url, timeout=10)
-    resp = http.post("/auth/signin", json={"apiKey": key, "apiSecret": f"{key}-secret"})
-    resp.raise_for_status()
-    http.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return http
-
-
-@pytest.fixture
-def http(sim: Simulator) -> Iterator[httpx.Client]:
-    client = session(sim)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def fresh_http(fresh_sim: Simulator) -> Iterator[httpx.Client]:
-    client = session(fresh_sim)
-    yield client
-    client.close()
 
 
 def page(http: httpx.Client, **params: Any) -> httpx.Response:
@@ -60,22 +38,7 @@ def walk(http: httpx.Client, **params: Any) -> list[list[dict[str, Any]]]:
 
 
 def create_open(http: httpx.Client, n: int, symbol: str = "BTC/BRL") -> list[str]:
-    ids = []
-    for _ in range(n):
-        resp = http.post(
-            "/orders/limit/orders",
-            json={
-                "profileId": "P1",
-                "symbol": symbol,
-                "side": "buy",
-                "amount": "0.001",
-                "limitPrice": "1000",
-                "expiresAt": FAR_FUTURE_MS,
-            },
-        )
-        assert resp.status_code == 201, resp.text
-        ids.append(resp.json()["id"])
-    return ids
+    return [create_limit_id(http, symbol=symbol, expiresAt=FAR_FUTURE_MS) for _ in range(n)]
 
 
 def test_full_walk_newest_first_without_duplicates(http: httpx.Client) -> None:

@@ -4,82 +4,19 @@ field sets by status, creating limit orders, inactive routes, rate limit and lat
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
+from functools import partial
 from typing import Any
 
+import _helpers
 import httpx
 import pytest
+from _helpers import BASE, EXTENDED, LIMIT, OPTIONAL_BASE, session
 
 from toolkit.sim import Simulator
 
-BASE = {
-    "id",
-    "exchange",
-    "symbol",
-    "side",
-    "type",
-    "status",
-    "errorMessage",
-    "amount",
-    "quoteAmount",
-    "quoteAmountOriginal",
-    "remainingQuoteAmount",
-    "average",
-    "createdAt",
-    "updatedAt",
-    "channel",
-    "rule",
-    "operationalFees",
-}
-OPTIONAL_BASE = {"executedAt", "executedExchange", "evaluatedTickers"}
-EXTENDED = {
-    "account",
-    "orderPoolId",
-    "filledStatus",
-    "amountOriginal",
-    "remainingAmount",
-    "filled",
-    "remaining",
-    "cost",
-    "price",
-    "info",
-    "fee",
-    "trades",
-}
-LIMIT = {"limitPrice", "expiresAt", "statusGroup", "statusReason"}
-
-
-def session(sim: Simulator, key: str = "demo") -> httpx.Client:
-    http = httpx.Client(base_url=sim.base_url, timeout=10)
-    resp = http.post("/auth/signin", json={"apiKey": key, "apiSecret": f"{key}-secret"})
-    resp.raise_for_status()
-    http.headers["Authorization"] = f"Bearer {resp.json()['token']}"
-    return http
-
-
-@pytest.fixture
-def http(sim: Simulator) -> Iterator[httpx.Client]:
-    client = session(sim)
-    yield client
-    client.close()
-
-
-def future_ms(seconds: float = 86_400) -> int:
-    return int((time.time() + seconds) * 1000)
-
-
-def limit_body(**over: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "profileId": "P1",
-        "symbol": "BTC/BRL",
-        "side": "buy",
-        "amount": "0.001",
-        "limitPrice": "1000",
-        "expiresAt": future_ms(),
-    }
-    body.update(over)
-    return {k: v for k, v in body.items() if v is not None}
+#: this module's limit orders expire a day after they are built
+limit_body = partial(_helpers.limit_body, expires_in_s=86_400)
 
 
 def fetch(http: httpx.Client, order_id: str) -> httpx.Response:

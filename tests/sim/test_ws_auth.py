@@ -4,14 +4,12 @@ channel permissions of every API key, and tokens kept out of the server's logs."
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import websockets
-from websockets.asyncio.client import ClientConnection
+from _helpers import call, signin
 
 from toolkit.sim._accounts import API_KEYS
 
@@ -36,21 +34,6 @@ NEEDS = {
     "watchTickers": "market:*",
     "watchBalance": "wallet:*",
 }
-
-
-def signin(sim: Simulator, key: str = "demo") -> str:
-    resp = httpx.post(
-        f"{sim.base_url}/auth/signin", json={"apiKey": key, "apiSecret": API_KEYS[key].secret}
-    )
-    resp.raise_for_status()
-    token: str = resp.json()["token"]
-    return token
-
-
-async def call(ws: ClientConnection, msg: dict[str, Any]) -> dict[str, Any]:
-    await ws.send(json.dumps(msg))
-    reply: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-    return reply
 
 
 async def refused_status(url: str) -> int:

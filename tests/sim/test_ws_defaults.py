@@ -4,39 +4,21 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import websockets
-from websockets.asyncio.client import ClientConnection
+from _helpers import call, signin
 from websockets.protocol import State
 
 import toolkit.sim._ws as sim_ws
 from toolkit.sim import Knobs, Simulator
-from toolkit.sim._accounts import API_KEYS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
 MAX_DURATION_S = 2 * 60 * 60
 IDLE_LIMIT_S = 10 * 60
-
-
-def signin(sim: Simulator, key: str = "demo") -> str:
-    resp = httpx.post(
-        f"{sim.base_url}/auth/signin", json={"apiKey": key, "apiSecret": API_KEYS[key].secret}
-    )
-    resp.raise_for_status()
-    token: str = resp.json()["token"]
-    return token
-
-
-async def call(ws: ClientConnection, msg: dict[str, Any]) -> dict[str, Any]:
-    await ws.send(json.dumps(msg))
-    reply: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-    return reply
 
 
 def test_knob_defaults_are_the_products() -> None:

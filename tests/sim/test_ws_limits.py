@@ -4,38 +4,16 @@ forced drop without a close frame, and best-effort delivery across a reconnect."
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import websockets
+from _helpers import call, recv, signin
 from websockets.asyncio.client import ClientConnection
-
-from toolkit.sim._accounts import API_KEYS
 
 if TYPE_CHECKING:
     from toolkit.sim import Simulator
-
-
-def signin(sim: Simulator, key: str = "demo") -> str:
-    resp = httpx.post(
-        f"{sim.base_url}/auth/signin", json={"apiKey": key, "apiSecret": API_KEYS[key].secret}
-    )
-    resp.raise_for_status()
-    token: str = resp.json()["token"]
-    return token
-
-
-async def call(ws: ClientConnection, msg: dict[str, Any]) -> dict[str, Any]:
-    await ws.send(json.dumps(msg))
-    return await recv(ws)
-
-
-async def recv(ws: ClientConnection) -> dict[str, Any]:
-    reply: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-    return reply
 
 
 def dropped_count(sim: Simulator) -> int:

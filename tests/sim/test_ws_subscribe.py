@@ -7,9 +7,9 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import websockets
+from _helpers import call, recv, signin
 from websockets.asyncio.client import ClientConnection
 
 from toolkit.sim._accounts import API_KEYS
@@ -19,25 +19,6 @@ if TYPE_CHECKING:
     from toolkit.sim import Simulator
 
 PRIORITY = frozenset({"BTC/BRL", "ETH/BRL"})
-
-
-def signin(sim: Simulator, key: str = "demo") -> str:
-    resp = httpx.post(
-        f"{sim.base_url}/auth/signin", json={"apiKey": key, "apiSecret": API_KEYS[key].secret}
-    )
-    resp.raise_for_status()
-    token: str = resp.json()["token"]
-    return token
-
-
-async def call(ws: ClientConnection, msg: dict[str, Any] | str) -> dict[str, Any]:
-    await ws.send(msg if isinstance(msg, str) else json.dumps(msg))
-    return await recv(ws)
-
-
-async def recv(ws: ClientConnection) -> dict[str, Any]:
-    reply: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 5))
-    return reply
 
 
 def sub(channel: str, **data: Any) -> dict[str, Any]:

@@ -1,0 +1,28 @@
+"""Fixtures of the simulator tests: authenticated HTTP clients on the ``sim`` and
+``fresh_sim`` simulators of ``tests/conftest.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from _helpers import session
+
+from toolkit.sim import Simulator
+
+
+@pytest.fixture
+def http(sim: Simulator) -> Iterator[httpx.Client]:
+    """A client of the shared ``sim``, signed in as ``demo``."""
+    client = session(sim)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def fresh_http(fresh_sim: Simulator) -> Iterator[httpx.Client]:
+    """A client of this test's ``fresh_sim``, signed in as ``demo``."""
+    client = session(fresh_sim)
+    yield client
+    client.close()
