@@ -130,3 +130,12 @@ def test_report_object_round_trips_to_same_html_sections(tmp_path: Path) -> None
     page = report.to_html(figures=False)
     assert strip.sub("", back.to_html(figures=False)) == strip.sub("", page)
     assert "<td>best_price</td>" in page
+
+
+def test_whole_numbers_show_without_decimals() -> None:
+    from toolkit._report._html import _format
+
+    assert _format(2023.0) == "2,023"
+    assert _format(0.0) == "0"
+    assert _format(12.5) == "12.50"
+    assert _format(float("nan")) == "–"

@@ -54,6 +54,8 @@ def _format(v: object) -> str:
         if np.isnan(v):
             return "–"
         a = abs(float(v))
+        if float(v).is_integer() and a < 1e15:
+            return f"{v:,.0f}"  # counts stored as float (a metric column mixes units)
         if a != 0 and (a < 0.01 or a >= 1e7):
             return f"{v:.4g}"
         return f"{v:,.2f}" if a >= 100 else f"{v:.4g}" if a < 1 else f"{v:.2f}"
