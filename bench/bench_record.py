@@ -258,6 +258,24 @@ async def stream_only(client: Any, n: int) -> float:
     return time.perf_counter() - start
 
 
+async def stream_raw(client: Any, n: int) -> float:
+    """Seconds for the StreamSession's raw path (text as sent, no typed events, no main
+    queue) to deliver n."""
+    count = 0
+
+    def on_raw(text: str, received_at_ns: int, connection_id: str, seq: int) -> None:
+        nonlocal count
+        count += 1
+
+    start = time.perf_counter()
+    session = client.stream(reconnect=False, queue_size=0, ping_interval=None)
+    session.add_raw_callback(on_raw)
+    async with session:
+        await session.subscribe("watchTicker", symbol="BTC/BRL")
+        await _poll(lambda: count >= n, lambda: None)
+    return time.perf_counter() - start
+
+
 async def recorder_run(
     client: Any, root: Path, n: int, samples: list[tuple[int, int]]
 ) -> tuple[float, float, Any]:
@@ -335,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
             c = client(n_rate)
             rows.append(
                 ("StreamSession (typed events)", n_rate, asyncio.run(stream_only(c, n_rate)))
+            )
+            c.close()
+            c = client(n_rate)
+            rows.append(
+                ("StreamSession (raw callback)", n_rate, asyncio.run(stream_raw(c, n_rate)))
             )
             c.close()
             c = client(n_rate)

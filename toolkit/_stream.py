@@ -301,10 +301,13 @@ class StreamSession:
             return
         self._state = _State.CLOSED
         self._ready.clear()
-        if self._supervisor is not None:
-            self._supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._supervisor
+        supervisor = self._supervisor
+        while supervisor is not None and not supervisor.done():
+            # again if a cancel was swallowed on the way (asyncio.wait_for in 3.11 can)
+            supervisor.cancel()
+            await asyncio.wait((supervisor,), timeout=1.0)
+        if supervisor is not None and not supervisor.cancelled():
+            supervisor.exception()  # retrieved: _fail already recorded it
         if self._conn is not None:
             await self._shutdown(self._conn, graceful=True)
             # tells consumers fed by callbacks (e.g. OrderBook.run) that nothing follows
@@ -583,11 +586,19 @@ class StreamSession:
                 await asyncio.wait_for(conn.ws.close(), 2.0)
         else:
             conn.ws.transport.abort()
+        current = asyncio.current_task()
         for task in tasks:
-            if task is not asyncio.current_task():
+            if task is not current:
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                try:
                     await task
+                except asyncio.CancelledError:
+                    # the task's own cancellation is expected; ours must go on (else a
+                    # supervisor cancelled mid-rotation would keep running)
+                    if current is not None and current.cancelling():
+                        raise
+                except Exception:
+                    pass
 
     async def _restore(self, conn: _Connection) -> None:
         """Subscribe ``conn`` to everything the session holds, each confirmed."""
