@@ -4,12 +4,14 @@ refusals, permissions, authentication, events, queues, and staying connected."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 
 from toolkit._channels import Backoff
 from toolkit._client import Client
@@ -333,10 +335,17 @@ async def test_rotation_before_max_duration_leaves_no_gap(fresh_sim: Simulator) 
             await s.subscribe("watchTicker", symbol="BTC/BRL")
             seen: list[Event] = []
             s.add_callback(seen.append)
+
+            def rotations() -> int:
+                return sum(is_kind("connected")(e) for e in seen)
+
             loop = asyncio.get_running_loop()
             start = loop.time()
             price = 330_000.0
-            while loop.time() - start < 2.5:
+            # past the max duration and across several rotations (however slow the machine),
+            # the ticker of every price moved arrives (next_event fails after 5 s otherwise)
+            while loop.time() - start < 2.5 or rotations() < 3:
+                assert loop.time() - start < 30.0, f"only {rotations()} rotations in 30 s"
                 price += 5
                 await ticker_after_move(s, fresh_sim, price=price)
             kinds = [e.kind for e in seen if isinstance(e, SessionEvent)]
@@ -345,6 +354,76 @@ async def test_rotation_before_max_duration_leaves_no_gap(fresh_sim: Simulator) 
             assert s.stats.reconnects == 0
     finally:
         await client.aclose()
+
+
+def _ticker(symbol: str, last: float) -> str:
+    ticker = {"symbol": symbol, "bid": last - 1, "ask": last + 1, "last": last, "timestamp": 1}
+    return json.dumps({"channel": "watchticker", "message": ticker}, separators=(",", ":"))
+
+
+class FlushOnMessageServer:
+    """A WebSocket server that, like the service, sends what was published for a
+    connection only when it handles that connection's next message (ahead of the answer),
+    and loses it when the client closes first. When a second connection subscribes (a
+    rotation), a ticker is published just before its subscription takes effect: only the
+    old connection carries it."""
+
+    def __init__(self) -> None:
+        self.pending: dict[ServerConnection, list[str]] = {}
+        self.published: list[str] = []
+
+    async def handler(self, ws: ServerConnection) -> None:
+        self.pending[ws] = []
+        try:
+            async for text in ws:
+                msg = json.loads(text)
+                if msg.get("action") == "subscribe":
+                    for other, queue in self.pending.items():
+                        if other is not ws:
+                            data = _ticker("BTC/BRL", 1000.0 + len(self.published))
+                            self.published.append(data)
+                            queue.append(data)
+                for data in self.pending[ws]:
+                    await ws.send(data)
+                self.pending[ws].clear()
+                if msg.get("action") == "ping":
+                    reply = {"success": True, "message": "pong", "subscriptions": []}
+                else:
+                    key = "watchticker#btcbrl"
+                    reply = {
+                        "success": True,
+                        "message": f"Successfully subscribed to channel: {key}",
+                    }
+                await ws.send(json.dumps(reply, separators=(",", ":")))
+        finally:
+            del self.pending[ws]
+
+
+async def test_rotation_drains_the_old_connection_before_closing_it(client: Client) -> None:
+    server = FlushOnMessageServer()
+    async with serve(server.handler, "127.0.0.1", 0) as ws_server:
+        port = next(iter(ws_server.sockets)).getsockname()[1]
+        url = f"ws://127.0.0.1:{port}"
+        async with client.stream(ws_url=url, rotate_after=0.2, ping_interval=None, **FAST) as s:
+            seen: list[Event] = []
+            s.add_callback(seen.append)
+            await s.subscribe("watchTicker", symbol="BTC/BRL")
+
+            def rotated() -> bool:
+                return any(
+                    isinstance(e, SessionEvent) and e.detail.startswith("rotated from")
+                    for e in seen
+                )
+
+            await until(rotated, what="the first rotation")
+            # the rotation published a ticker only the old connection could deliver: it was
+            # read before the rotation completed, i.e. before the old connection was closed
+            assert server.published
+            lasts = [e.last for e in seen if isinstance(e, TickerEvent)]
+            assert json.loads(server.published[0])["message"]["last"] in lasts
+            kinds = [e.kind for e in seen if isinstance(e, SessionEvent)]
+            assert "gap" not in kinds and "disconnected" not in kinds
+            assert s.stats.reconnects == 0
 
 
 class RevocableAuth(httpx.Auth):

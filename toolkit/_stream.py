@@ -13,6 +13,7 @@ import logging
 import re
 import secrets
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -133,7 +134,9 @@ class _Connection:
     seq: int = 0
     pending: PendingRequest | None = None
     waiter: asyncio.Future[Confirmation] | None = None
-    pong: asyncio.Future[Confirmation] | None = None
+    #: one future per ping sent and not answered yet, oldest first: the service answers
+    #: the messages of a connection in order, so each pong resolves the oldest
+    pings: deque[asyncio.Future[Confirmation]] = field(default_factory=deque)
     #: serializes subscribe/unsubscribe on this connection: confirmations carry no id
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reader: asyncio.Task[None] | None = None
@@ -667,15 +670,17 @@ class StreamSession:
             raise
         finally:
             conn.ended_ns = time.time_ns()
-            for fut in (conn.waiter, conn.pong):
+            for fut in (conn.waiter, *conn.pings):
                 if fut is not None and not fut.done():
                     fut.set_exception(end)
                     fut.exception()  # retrieved here: the waiter may have given up
 
     def _on_reply(self, conn: _Connection, reply: Confirmation) -> None:
         if reply.kind == "pong":
-            if conn.pong is not None and not conn.pong.done():
-                conn.pong.set_result(reply)
+            if conn.pings:
+                fut = conn.pings.popleft()
+                if not fut.done():
+                    fut.set_result(reply)
             return
         pending, waiter = conn.pending, conn.waiter
         if (
@@ -696,16 +701,25 @@ class StreamSession:
         # e.g. the late answer to a request that already timed out
         _log.debug("ignored an unmatched confirmation on %s: %s", conn.id, reply.message)
 
+    async def _ping_once(self, conn: _Connection) -> None:
+        """Send one ping on ``conn`` and wait (``ping_timeout``) for its pong. The service
+        answers a connection's messages in order and sends what it published before a
+        message ahead of the answer, so once the pong is read, so is every data message
+        published before the ping arrived. Raises TimeoutError or ConnectionClosed."""
+        fut: asyncio.Future[Confirmation] = asyncio.get_running_loop().create_future()
+        # queued in the same step as the write (``send`` writes before its first await),
+        # so the futures stay in the order of the pings on the wire
+        conn.pings.append(fut)
+        await conn.ws.send(json.dumps({"action": "ping"}))
+        await asyncio.wait_for(asyncio.shield(fut), self._ping_timeout)
+
     async def _ping(self, conn: _Connection) -> None:
         """Keep ``conn`` inside the idle limit; a missing pong means a dead connection."""
         assert self._ping_interval
-        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self._ping_interval)
-            conn.pong = loop.create_future()
             try:
-                await conn.ws.send(json.dumps({"action": "ping"}))
-                await asyncio.wait_for(asyncio.shield(conn.pong), self._ping_timeout)
+                await self._ping_once(conn)
             except TimeoutError:
                 _log.warning(
                     "no pong on %s within %s s: cutting the connection", conn.id, self._ping_timeout
@@ -714,8 +728,24 @@ class StreamSession:
                 return
             except ConnectionClosed:
                 return
-            finally:
-                conn.pong = None
+
+    async def _drain(self, conn: _Connection) -> str | None:
+        """Wait until everything the service published on ``conn`` before now has been
+        read (a ping answered: see ``_ping_once``); None when it has, else why not.
+
+        Rotation needs it: the new connection only gets what is published after its
+        subscriptions are confirmed, and closing the old one at once would lose what the
+        service published just before and had not sent on the old one yet."""
+        reader = conn.reader
+        if reader is None or reader.done():
+            return "connection ended"
+        try:
+            await self._ping_once(conn)
+        except TimeoutError:
+            return f"no answer to a ping within {self._ping_timeout} s"
+        except ConnectionClosed:
+            return "connection ended"
+        return None
 
     async def _supervise(self) -> None:
         """Watch the current connection: rotate it before the max duration, replace it
@@ -756,8 +786,10 @@ class StreamSession:
 
     async def _rotate(self, old: _Connection) -> None:
         """Make-before-break: a new connection with every subscription confirmed takes
-        over, then the old one is closed, so nothing is missed (duplicates may occur).
-        Holds the user lock so no subscribe lands on the old connection meanwhile."""
+        over, the old one is drained (a ping answered) and only then closed, so nothing is
+        missed (duplicates may occur); when the old one ends or goes silent first, the gap
+        is reported. Holds the user lock so no subscribe lands on the old connection
+        meanwhile."""
         async with self._user_lock:
             try:
                 new = await self._open_translated()
@@ -772,17 +804,28 @@ class StreamSession:
                 old.opened_at = asyncio.get_running_loop().time() - (self._rotate_after or 0) + 5
                 return
             self._install(new)
+            # break only once the old connection delivered what the new one cannot have
+            not_drained = await self._drain(old)
         self._emit_session(new, "connected", f"rotated from {old.id}")
-        if old.reader is not None and old.reader.done() and old.ended_ns is not None:
-            # the old connection ended before the new one was ready: data may be missing
-            ended = None if old.reader.cancelled() else old.reader.exception()
-            reason = _describe_end(ended)
-            self._emit_session(old, "disconnected", reason)
-            self._emit_session(new, "resubscribed", ",".join(self._desired))
-            self._emit_session(
-                new, "gap", reason, gap_start_ns=old.ended_ns, gap_end_ns=time.time_ns()
-            )
-        await self._shutdown(old, graceful=True)
+        if not_drained is None:
+            await self._shutdown(old, graceful=True)
+            return
+        # the old connection ended (or went silent) before it delivered everything
+        # published before the new one took over: data may be missing
+        noticed = time.time_ns()
+        # set by the reader, in the step that ends it, when the connection ended by itself
+        ended_ns = old.ended_ns
+        reader = old.reader
+        await self._shutdown(old, graceful=False)
+        if ended_ns is not None and reader is not None and reader.done():
+            reason = _describe_end(None if reader.cancelled() else reader.exception())
+            gap_start = ended_ns
+        else:
+            reason = not_drained
+            gap_start = noticed
+        self._emit_session(old, "disconnected", reason)
+        self._emit_session(new, "resubscribed", ",".join(self._desired))
+        self._emit_session(new, "gap", reason, gap_start_ns=gap_start, gap_end_ns=time.time_ns())
 
     async def _reconnect_loop(self) -> _Connection:
         """Connect again, with backoff, until a connection has every subscription back."""
