@@ -18,15 +18,18 @@ message.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import json
 import os
 import re
 import struct
+import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -486,31 +489,109 @@ def raw_batch_schema() -> pa.Schema:
     )
 
 
-def raw_batch(items: Sequence[RawItem]) -> pa.RecordBatch:
+class RawBuffer:
+    """Data messages of the raw path, kept column by column as they come: appending costs
+    a few C calls per message, and a flush turns them into an Arrow batch without a
+    per-message Python loop (times and seqs are machine integers already, connection ids
+    are runs)."""
+
+    __slots__ = ("conn", "conns", "seqs", "stamps", "texts")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.stamps = array("q")
+        self.seqs = array("q")
+        #: (index of the first message, connection id) of each run of one connection
+        self.conns: list[tuple[int, str]] = []
+        #: the connection of the last run (None before the first message)
+        self.conn: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def append(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> None:
+        if connection_id is not self.conn:
+            self.conns.append((len(self.texts), connection_id))
+            self.conn = connection_id
+        self.texts.append(text)
+        self.stamps.append(received_at_ns)
+        self.seqs.append(seq)
+
+    def _runs(self) -> list[tuple[str, int]]:
+        """(connection id, message count) of each run."""
+        conns = self.conns
+        ends = [start for start, _ in conns[1:]] + [len(self.texts)]
+        return [(conn, end - start) for (start, conn), end in zip(conns, ends, strict=False)]
+
+    def connection_ids(self) -> list[str]:
+        out: list[str] = []
+        for conn, count in self._runs():
+            out.extend([conn] * count)
+        return out
+
+    def __iter__(self) -> Iterator[RawItem]:
+        return zip(self.stamps, self.connection_ids(), self.seqs, self.texts, strict=True)
+
+    def batch(self) -> pa.RecordBatch:
+        import numpy as np
+        import pyarrow as pa
+
+        n = len(self.texts)
+        try:
+            runs = [(conn.encode(), count) for conn, count in self._runs()]
+        except UnicodeEncodeError:  # not valid text: let Arrow say so as it always did
+            runs = []
+            conn_ids = pa.array(self.connection_ids(), pa.string())
+        # the connection ids as a string array built from its buffers (a run is one id)
+        lengths = np.repeat(
+            np.array([len(c) for c, _ in runs], dtype=np.int32),
+            np.array([k for _, k in runs], dtype=np.int64),
+        )
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        data = b"".join([c * k for c, k in runs])
+        if runs or not n:
+            conn_ids = pa.Array.from_buffers(
+                pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+            )
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.stamps)]),
+                conn_ids,
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.seqs)]),
+                pa.array(self.texts, pa.large_string()),
+            ],
+            schema=raw_batch_schema(),
+        )
+
+
+def raw_batch(items: Sequence[RawItem] | RawBuffer) -> pa.RecordBatch:
     """One Arrow batch of raw data messages (column-wise conversion in C)."""
-    import pyarrow as pa
-
-    ns, conn, seq, text = zip(*items, strict=True) if items else ((), (), (), ())
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(ns, pa.int64()),
-            pa.array(conn, pa.string()),
-            pa.array(seq, pa.int64()),
-            pa.array(text, pa.large_string()),
-        ],
-        schema=raw_batch_schema(),
-    )
+    if isinstance(items, RawBuffer):
+        return items.batch()
+    buffer = RawBuffer()
+    for ns, conn, seq, text in items:
+        buffer.append(text, ns, conn, seq)
+    return buffer.batch()
 
 
-def encode_batch(batch: pa.RecordBatch) -> bytes:
-    """The framed segment record of a raw batch (same framing as a row record)."""
+def _batch_record(batch: pa.RecordBatch) -> tuple[bytes, Any]:
+    """(header + mark, IPC body) of the framed segment record of a raw batch: written as
+    two pieces, the body never copied into a Python bytes object."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as w:
         w.write_batch(batch)
-    payload = _BATCH_MARK + sink.getvalue().to_pybytes()
-    return _frame_header(len(payload), zlib.crc32(payload)) + payload
+    body = sink.getvalue()
+    crc = zlib.crc32(body, zlib.crc32(_BATCH_MARK))  # releases the GIL on large buffers
+    return _frame_header(len(_BATCH_MARK) + body.size, crc) + _BATCH_MARK, body
+
+
+def encode_batch(batch: pa.RecordBatch) -> bytes:
+    """The framed segment record of a raw batch (same framing as a row record)."""
+    head, body = _batch_record(batch)
+    return head + body.to_pybytes()
 
 
 def _decode_batches(payload: memoryview) -> list[pa.RecordBatch]:
@@ -579,8 +660,13 @@ def _extract(raw: pa.Table) -> pa.Table:
     n = raw.num_rows
     texts = raw.column("raw").combine_chunks()
     # one message per line: a text with a line break of its own would shift the lines
-    if pc.any(pc.match_substring(texts, "\n")).as_py():
-        raise _Fallback
+    # (a scan of the bytes: a substring kernel costs several times more)
+    text_offsets = np.frombuffer(texts.buffers()[1], dtype=np.int64)[texts.offset :]
+    data = texts.buffers()[2]
+    if data is not None and n:
+        chars = np.frombuffer(data, dtype=np.uint8)[int(text_offsets[0]) : int(text_offsets[n])]
+        if chars.size and (chars == 10).any():
+            raise _Fallback
     lines = pc.binary_join_element_wise(
         texts, pa.scalar("", texts.type), pa.scalar("\n", texts.type)
     )
@@ -588,9 +674,11 @@ def _extract(raw: pa.Table) -> pa.Table:
     start, end = int(offsets[0]), int(offsets[n])
     body = lines.buffers()[2].slice(start, end - start)
     try:
+        # one thread: the same work as several, without taking cores from the receiving
+        # loop in bursts
         parsed = pj.read_json(
             pa.BufferReader(body),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, min(end - start, 1 << 30))),
+            read_options=pj.ReadOptions(use_threads=False, block_size=1 << 20),
             parse_options=pj.ParseOptions(
                 explicit_schema=_json_schema(), unexpected_field_behavior="ignore"
             ),
@@ -687,6 +775,17 @@ def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
         rows = rows_from_raw(zip(*columns, strict=True))
         for key, bucket in bucket_rows(rows).items():
             out.setdefault(key, []).append(bucket)
+        return out
+    channels = table.column("channel")
+    span = pc.min_max(raw.column("received_at"))
+    first, last = span["min"].as_py() // _NS_PER_DAY, span["max"].as_py() // _NS_PER_DAY
+    if first == last:  # the usual case: one day, no group-by
+        names = pc.unique(channels).to_pylist()
+        if len(names) == 1:
+            out[(names[0], first)] = [table]
+            return out
+        for channel in names:
+            out[(channel, first)] = [table.filter(pc.equal(channels, channel))]
         return out
     day = pc.divide(raw.column("received_at"), _NS_PER_DAY)
     keys = pa.table({"c": table.column("channel"), "d": day}).group_by(["c", "d"]).aggregate([])
@@ -819,7 +918,7 @@ class RecordingWriter:
         self._clock_ns = clock_ns
         self._pending: list[Row] = []
         #: data messages of the raw path, kept as they came until a flush
-        self._raw: list[RawItem] = []
+        self._raw = RawBuffer()
         self._pending_bytes = 0
         self._drop_count = 0
         self._drop_first_ns: int | None = None
@@ -840,6 +939,13 @@ class RecordingWriter:
     def open(self) -> list[Path]:
         """Take the root's lock, recover what a crash left, start a segment. Returns the
         recovered files."""
+        # import what conversions need now: an import in the middle of recording holds
+        # the GIL for a good part of a second, time the receiving loop then loses
+        import pyarrow.compute
+        import pyarrow.ipc
+        import pyarrow.json
+        import pyarrow.parquet  # noqa: F401
+
         wal = _wal_dir(self.root)
         wal.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _lock(wal / LOCK_NAME)
@@ -920,9 +1026,33 @@ class RecordingWriter:
     def add_raw(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
         """Queue a data message as the server sent it (the stream's raw callback; its
         columns are extracted at conversion); False when the buffer is full (dropped)."""
+        # the hot path: called for every message on the receiving loop, so as few
+        # attribute loads as possible; drops and runs of a new connection go the slow way
         size = len(text)
+        pending_bytes = self._pending_bytes + size
+        raw = self._raw
+        texts = raw.texts
         if (
-            len(self._raw) + len(self._pending) >= self.max_pending_rows
+            connection_id is not raw.conn
+            or self._drop_count
+            or len(texts) + len(self._pending) >= self.max_pending_rows
+            or pending_bytes > self.max_pending_bytes
+        ):
+            return self._add_raw_slow(text, received_at_ns, connection_id, seq)
+        texts.append(text)
+        raw.stamps.append(received_at_ns)
+        raw.seqs.append(seq)
+        self._pending_bytes = pending_bytes
+        stats = self.stats
+        stats.messages += 1
+        stats.bytes += size
+        return True
+
+    def _add_raw_slow(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
+        size = len(text)
+        raw = self._raw
+        if (
+            len(raw) + len(self._pending) >= self.max_pending_rows
             or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._drop_count += 1
@@ -934,7 +1064,7 @@ class RecordingWriter:
             return False
         if self._drop_count:
             self._note_drops()
-        self._raw.append((received_at_ns, connection_id, seq, text))
+        raw.append(text, received_at_ns, connection_id, seq)
         self._pending_bytes += size
         stats = self.stats
         stats.messages += 1
@@ -965,18 +1095,18 @@ class RecordingWriter:
         rows, raw = self.take_pending()
         return rows + rows_from_raw(raw)
 
-    def take_pending(self) -> tuple[list[Row], list[RawItem]]:
+    def take_pending(self) -> tuple[list[Row], RawBuffer]:
         """Hand the pending rows and raw messages over (to a flush on another thread)."""
         if self._drop_count:
             self._note_drops()
         rows, self._pending = self._pending, []
-        raw, self._raw = self._raw, []
-        if raw:
-            self._last_conn = raw[-1][1]
+        raw, self._raw = self._raw, RawBuffer()
+        if raw.conns:
+            self._last_conn = raw.conns[-1][1]
         self._pending_bytes = 0
         return rows, raw
 
-    def append_pending(self, pending: tuple[Sequence[Row], Sequence[RawItem]]) -> None:
+    def append_pending(self, pending: tuple[Sequence[Row], RawBuffer | Sequence[RawItem]]) -> None:
         """Append what ``take_pending`` handed over to the current segment: the rows one
         record each, the raw messages as one Arrow batch record (no per-row Python)."""
         rows, raw = pending
@@ -985,7 +1115,9 @@ class RecordingWriter:
             if self._segment is None:
                 raise RuntimeError("writer is not open")
             batch = raw_batch(raw)
-            self._segment.write(encode_batch(batch))
+            head, body = _batch_record(batch)
+            self._segment.write(head)
+            self._segment.write(memoryview(body))
             self._segment_batches.append(batch)
             self._segment_count += len(raw)
             self._unsynced += len(raw)
@@ -1032,6 +1164,13 @@ class RecordingWriter:
             or time.monotonic() - self._segment_opened >= self.rotate_interval
         )
 
+    def rotation_overdue(self) -> bool:
+        """The segment reached 4x a rotation limit: rotate even if that means waiting."""
+        seg = self._segment
+        if seg is None:
+            return False
+        return seg.size >= 4 * self.rotate_bytes or self._segment_count >= 4 * self.rotate_rows
+
     def roll(self) -> ClosedSegment | None:
         """Close the current segment (fsync) and start a new one; returns the closed
         segment with its rows (to be converted)."""
@@ -1060,6 +1199,7 @@ class RecordingWriter:
         )
         closed.path.unlink()
         self.stats.files += len(files)
+        _release_memory()
         return files
 
     def rotate(self, *, reopen: bool = True) -> list[Path]:
@@ -1079,6 +1219,24 @@ class ClosedSegment:
     path: Path
     rows: Buckets
     batches: list[pa.RecordBatch] = field(default_factory=list)
+
+
+def _release_memory() -> None:
+    """Hand the memory of a finished conversion back to the system: Arrow's allocator
+    keeps freed pages for reuse otherwise, and the resident size stays at its peak."""
+    import pyarrow as pa
+
+    with contextlib.suppress(Exception):
+        pa.default_memory_pool().release_unused()
+
+
+def _background() -> None:
+    """Initializer of the converter thread: a lower CPU priority for this thread only
+    (Linux), so that on a busy machine conversions take the idle time and the receiving
+    loop and the flushes (durability) keep theirs. Converting is never urgent: the rows are
+    durable in the write-ahead segment already."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
 def _lock(path: Path) -> int:
@@ -1157,6 +1315,7 @@ class Recorder:
         self._session: Any = None
         self._inflight: asyncio.Future[Any] | None = None
         self._converting: asyncio.Future[list[Path]] | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
     def stats(self) -> RecorderStats:
@@ -1220,6 +1379,9 @@ class Recorder:
             for op in (self._inflight, self._converting):
                 if op is not None:
                     await asyncio.wait({op})
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+                self._executor = None
             await asyncio.to_thread(writer.close)
             self._report()
         for result in results:
@@ -1279,11 +1441,27 @@ class Recorder:
             next_at = loop.time() + self.flush_interval
             await self._in_thread(self._write_pending, writer.take_pending())
             if writer.rotation_due():
-                if self._converting is not None:
-                    await asyncio.shield(self._converting)  # one at a time bounds memory
+                converting = self._converting
+                # while the converter is busy the segment keeps growing (flushes, hence
+                # durability, go on) up to a hard cap; one conversion at a time bounds memory
+                busy = converting is not None and not converting.done()
+                if busy and not writer.rotation_overdue():
+                    self._report()
+                    continue
+                if converting is not None:
+                    await asyncio.shield(converting)
                 segment = await self._in_thread(writer.roll)
-                self._converting = asyncio.ensure_future(asyncio.to_thread(writer.convert, segment))
+                self._converting = asyncio.ensure_future(
+                    loop.run_in_executor(self._converter(), writer.convert, segment)
+                )
             self._report()
+
+    def _converter(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="recorder-convert", initializer=_background
+            )
+        return self._executor
 
     def _report(self) -> None:
         if self.on_status is not None:

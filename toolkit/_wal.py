@@ -241,7 +241,7 @@ class Segment:
         self.size = len(MAGIC)
         self.closed = False
 
-    def write(self, framed: bytes) -> None:
+    def write(self, framed: bytes | memoryview) -> None:
         """Append already framed records (one or many concatenated)."""
         self._file.write(framed)
         self.size += len(framed)
