@@ -107,7 +107,8 @@ def test_env_and_ids_file_parsing(tmp_path: Path) -> None:
 def test_load_ids_from_a_recording(env: Simulator, tmp_path: Path) -> None:
     import time
 
-    from toolkit._recorder import RecordingWriter, row_from_message
+    from toolkit._recording_rows import row_from_message
+    from toolkit._recording_writer import RecordingWriter
 
     ids = [i for i in env.control.order_ids() if i.startswith("m-")][:5]
     root = tmp_path / "rec"

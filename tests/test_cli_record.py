@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit._recorder import RecordingWriter
 from toolkit._recording import read_recording
+from toolkit._recording_writer import RecordingWriter
 from toolkit.cli import build_parser
 from toolkit.sim import Simulator
 

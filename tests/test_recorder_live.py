@@ -13,8 +13,9 @@ import pytest
 
 from toolkit._channels import Backoff
 from toolkit._exceptions import InvalidRequest
-from toolkit._recorder import Recorder, RecorderBusy
+from toolkit._recorder import Recorder
 from toolkit._recording import read_recording
+from toolkit._recording_writer import RecorderBusy
 from toolkit.sim import Simulator
 
 

@@ -11,14 +11,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit._recorder import (
-    COLUMNS,
-    RecordingWriter,
-    partition_dir,
-    row_from_message,
-    session_row,
-)
 from toolkit._recording import order_ids_in_recording, read_recording
+from toolkit._recording_rows import COLUMNS, partition_dir, row_from_message, session_row
+from toolkit._recording_writer import RecordingWriter
 from toolkit._wal import Row
 
 DAY_NS = 86_400 * 10**9

@@ -11,7 +11,9 @@ import pytest
 
 from toolkit._events import OrderEvent, SessionEvent, TickerEvent, event_from_message
 from toolkit._orderbook import OrderBook
-from toolkit._recorder import Recorder, RecordingWriter, row_from_message, session_row
+from toolkit._recorder import Recorder
+from toolkit._recording_rows import row_from_message, session_row
+from toolkit._recording_writer import RecordingWriter
 from toolkit._replay import replay
 from toolkit._wal import Row
 from toolkit.sim import Simulator

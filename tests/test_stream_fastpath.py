@@ -14,8 +14,10 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 import toolkit._stream as stream_module
-from toolkit._recorder import Recorder, RecordingWriter, row_from_message
+from toolkit._recorder import Recorder
 from toolkit._recording import read_recording
+from toolkit._recording_rows import row_from_message
+from toolkit._recording_writer import RecordingWriter
 from toolkit.sim import Simulator
 
 T0 = 1_795_305_600 * 10**9
@@ -185,7 +187,7 @@ def test_raw_batches_survive_a_crash_and_a_torn_record(tmp_path: Path) -> None:
     crashed.add_raw(SENT[0], T0 + 99, "c1", 99)
     segment = next((tmp_path / "_wal").glob("*.wal"))
     pending = crashed.take_pending()
-    from toolkit._recorder import encode_batch, raw_batch
+    from toolkit._recording_raw import encode_batch, raw_batch
 
     with segment.open("ab") as f:  # the crash tore the next batch record
         f.write(encode_batch(raw_batch(pending[1]))[:40])

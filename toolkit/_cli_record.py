@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from toolkit._exceptions import ToolkitError
-from toolkit._recorder import DEFAULT_CHANNELS, Recorder, RecorderBusy, RecorderStats
+from toolkit._recorder import DEFAULT_CHANNELS, Recorder
+from toolkit._recording_writer import RecorderBusy, RecorderStats
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit._recorder import COLUMNS, SESSION_CHANNEL, recording_schema
+from toolkit._recording_rows import COLUMNS, SESSION_CHANNEL, recording_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit._events import Event, SessionEvent, event_from_message
-from toolkit._recorder import SESSION_CHANNEL
 from toolkit._recording import TimeLike, _dataset, read_recording_table
+from toolkit._recording_rows import SESSION_CHANNEL
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa

@@ -107,7 +107,7 @@ def test_market_as_a_recording_root(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from toolkit._recorder import partition_dir, recording_schema
+    from toolkit._recording_rows import partition_dir, recording_schema
 
     schema = recording_schema()
     ms = [T0_MS - 2_000, T0_MS + 1_000]

@@ -15,15 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit._recorder import (
-    SESSION_CHANNEL,
-    RecorderBusy,
-    RecordingWriter,
-    recover,
-    row_from_message,
-    session_row,
-)
 from toolkit._recording import read_recording
+from toolkit._recording_rows import SESSION_CHANNEL, row_from_message, session_row
+from toolkit._recording_writer import RecorderBusy, RecordingWriter, recover
 from toolkit._wal import Row, encode_row
 
 T0 = 1_795_305_600 * 10**9
@@ -179,7 +173,8 @@ def test_session_rows_count_gaps(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from toolkit._recorder import RecordingWriter, row_from_message
+    from toolkit._recording_rows import row_from_message
+    from toolkit._recording_writer import RecordingWriter
 
     root, flush_s = sys.argv[1], float(sys.argv[2])
     writer = RecordingWriter(root, rotate_interval=0.15, rotate_bytes=60_000)
@@ -262,26 +257,3 @@ def test_kill_9_at_random_moments_loses_at_most_the_last_flush(tmp_path: Path) -
         this_run = seqs.iloc[starts[-1] :].tolist()
         assert this_run == list(range(1, len(this_run) + 1)), "a hole in recovered data"
         assert this_run[-1] >= last_durable, (trial, this_run[-1], last_durable)
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        {
-            "channel": "watchticker",
-            "message": {"symbol": "BTC/BRL", "bid": "1.5", "ask": "", "last": "2", "timestamp": 7},
-        },
-        {
-            "channel": "watchorders",
-            "message": {"id": "l-1", "symbol": "ETH/BRL", "status": "OPEN", "updatedAt": 1_700_000},
-        },
-        {"channel": "watchbalance", "message": {"balances": [], "timestamp": 1_700_000_000_000}},
-    ],
-)
-def test_rows_of_typed_events_equal_rows_of_their_messages(message: dict[str, object]) -> None:
-    from toolkit._events import event_from_message
-    from toolkit._recorder import row_from_event
-
-    event = event_from_message(message, received_at_ns=5, connection_id="c", seq=3)
-    expected = row_from_message(message, received_at_ns=5, connection_id="c", seq=3)
-    assert row_from_event(event) == expected
