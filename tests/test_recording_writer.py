@@ -139,6 +139,44 @@ def test_pending_bytes_bound_counts_raw_size(tmp_path: Path) -> None:
         assert writer.stats.dropped == 1
 
 
+@pytest.mark.parametrize(
+    ("max_rows", "max_bytes", "max_message", "accepted"),
+    [
+        (10_000, 9_000, 100, 100),  # the byte bound: 9,000 // 90
+        (37, 10**9, 100, 37),  # the row bound
+        (10_000, 9_000, 10, 100),  # larger than announced: the largest seen counts
+    ],
+)
+def test_raw_fast_lane_keeps_both_bounds_and_exact_counts(
+    tmp_path: Path, max_rows: int, max_bytes: int, max_message: int, accepted: int
+) -> None:
+    text = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","pad":"' + "a" * 25 + '"}}'
+    assert len(text) == 90
+    with RecordingWriter(
+        tmp_path,
+        max_pending_rows=max_rows,
+        max_pending_bytes=max_bytes,
+        max_message_bytes=max_message,
+    ) as writer:
+        results = []
+        for seq in range(1, 301):
+            results.append(writer.add_raw(text, T0 + seq, "c1", seq))
+            # counts are exact at every moment, though the fast lane counts in bulk
+            assert writer.stats.messages == min(seq, accepted)
+            assert writer.stats.dropped == max(0, seq - accepted)
+        assert results == [True] * accepted + [False] * (300 - accepted)
+        assert writer.stats.bytes == 90 * accepted
+        rows, raw = writer.take_pending()
+        assert len(raw) == accepted
+        writer.append_pending((rows, raw))
+        assert writer.add_raw(text, T0 + 400, "c1", 400)  # room again after the flush
+    df = read_recording(tmp_path)
+    assert df[df["channel"] == "watchticker"]["seq"].tolist() == [*range(1, accepted + 1), 400]
+    dropped = df[df["channel"] == SESSION_CHANNEL]
+    assert dropped["kind"].tolist() == ["dropped"]
+    assert f"{300 - accepted} messages dropped" in dropped["detail"].iloc[0]
+
+
 def test_rotation_by_size_and_by_time(tmp_path: Path) -> None:
     writer = RecordingWriter(tmp_path, rotate_bytes=2000, rotate_interval=3600)
     writer.open()

@@ -345,3 +345,23 @@ def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
         mask = pc.and_(pc.equal(table.column("channel"), channel), pc.equal(day, d))
         out.setdefault((channel, d), []).append(table.filter(mask))
     return out
+
+
+def warm_up() -> None:
+    """Run the extraction once on a few tiny messages. Its first run imports what Arrow
+    loads lazily (pandas among it, through pyarrow's pandas shim): an import holds the GIL
+    for up to a second, which the receiving loop must not lose in the middle of a
+    recording."""
+    import pyarrow as pa
+    import pyarrow.ipc
+    import pyarrow.parquet
+
+    texts = [
+        '{"channel":"watchorders","message":{"id":"o","status":"OPEN","updatedAt":1}}',
+        '{"channel":"watchticker","message":{"symbol":"A/B","bid":"1","timestamp":1}}',
+        '{"channel":"watchtickers","message":{"tickers":[{"timestamp":1}]}}',
+    ]
+    buffer = RawBuffer()
+    for seq, text in enumerate(texts, 1):
+        buffer.append(text, seq, "warm-up", seq)
+    _extract(pa.Table.from_batches([buffer.batch()]))

@@ -20,6 +20,7 @@ from toolkit._recording_raw import (
     raw_batch,
     read_segment_items,
     tables_from_raw,
+    warm_up,
 )
 from toolkit._recording_rows import (
     SESSION_CHANNEL,
@@ -141,6 +142,7 @@ class RecordingWriter:
         max_pending_rows: int = 200_000,
         max_pending_bytes: int = 64 * 1024 * 1024,
         compression: str = "zstd",
+        max_message_bytes: int = 1024 * 1024,
         clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.root = Path(root)
@@ -149,12 +151,21 @@ class RecordingWriter:
         self.rotate_rows = rotate_rows
         self.max_pending_rows = max_pending_rows
         self.max_pending_bytes = max_pending_bytes
+        #: the largest message expected (websockets' default ``max_size``): the raw path
+        #: checks the byte bound once per as many messages as surely fit under it
+        self.max_message_bytes = max_message_bytes
         self.compression = compression
-        self.stats = RecorderStats()
+        self._stats = RecorderStats()
         self._clock_ns = clock_ns
         self._pending: list[Row] = []
         #: data messages of the raw path, kept as they came until a flush
         self._raw = RawBuffer()
+        #: raw messages already counted in stats and ``_pending_bytes``
+        self._counted = 0
+        #: the raw path's fast lane runs while the buffer holds fewer messages than this
+        self._room = 0
+        #: the largest raw message seen: the fast lane's steps assume none larger
+        self._largest = 0
         self._pending_bytes = 0
         self._drop_count = 0
         self._drop_first_ns: int | None = None
@@ -175,13 +186,7 @@ class RecordingWriter:
     def open(self) -> list[Path]:
         """Take the root's lock, recover what a crash left, start a segment. Returns the
         recovered files."""
-        # import what conversions need now: an import in the middle of recording holds
-        # the GIL for a good part of a second, time the receiving loop then loses
-        import pyarrow.compute
-        import pyarrow.ipc
-        import pyarrow.json
-        import pyarrow.parquet  # noqa: F401
-
+        warm_up()  # what conversions import, imported now rather than mid-recording
         wal = _wal_dir(self.root)
         wal.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _lock(wal / LOCK_NAME)
@@ -190,8 +195,8 @@ class RecordingWriter:
         except BaseException:
             self._unlock()
             raise
-        self.stats.recovered += len(recovered)
-        self.stats.files += len(recovered)
+        self._stats.recovered += len(recovered)
+        self._stats.files += len(recovered)
         self._new_segment()
         return recovered
 
@@ -226,34 +231,44 @@ class RecordingWriter:
     # -- input (event-loop thread)
 
     @property
+    def stats(self) -> RecorderStats:
+        """Live counts, exact (the raw fast lane counts in bulk, and reading catches up):
+        read them on the thread that adds messages, the event loop's."""
+        self._catch_up()
+        return self._stats
+
+    @property
     def pending(self) -> int:
         return len(self._pending) + len(self._raw)
 
     def add(self, row: Row) -> bool:
         """Queue a row for the next flush; False when the buffer is full (row dropped)."""
+        self._catch_up()
         size = len(row.raw) if row.raw else 64
         if (
             len(self._pending) + len(self._raw) >= self.max_pending_rows
             or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._drop_count += 1
-            self.stats.dropped += 1
+            self._stats.dropped += 1
             if self._drop_first_ns is None:
                 self._drop_first_ns = row.received_at_ns
             self._drop_last_ns = row.received_at_ns
+            self._room = 0
             return False
         if self._drop_count:
             self._note_drops()
         self._pending.append(row)
         self._pending_bytes += size
         if row.channel == SESSION_CHANNEL:
-            self.stats.session_rows += 1
+            self._stats.session_rows += 1
             if row.kind == "gap":
-                self.stats.gaps += 1
+                self._stats.gaps += 1
         else:
-            self.stats.messages += 1
-            self.stats.bytes += size
+            self._stats.messages += 1
+            self._stats.bytes += size
             self._last_conn = row.connection_id
+        self._set_room()
         return True
 
     def add_event(self, event: Any) -> bool:
@@ -264,27 +279,17 @@ class RecordingWriter:
         columns are extracted at conversion); False when the buffer is full (dropped)."""
         # the hot path: called for every message on the receiving loop, so as few
         # attribute loads as possible; drops and runs of a new connection go the slow way
-        size = len(text)
-        pending_bytes = self._pending_bytes + size
         raw = self._raw
         texts = raw.texts
-        if (
-            connection_id is not raw.conn
-            or self._drop_count
-            or len(texts) + len(self._pending) >= self.max_pending_rows
-            or pending_bytes > self.max_pending_bytes
-        ):
+        if connection_id is not raw.conn or len(texts) >= self._room:
             return self._add_raw_slow(text, received_at_ns, connection_id, seq)
         texts.append(text)
         raw.stamps.append(received_at_ns)
         raw.seqs.append(seq)
-        self._pending_bytes = pending_bytes
-        stats = self.stats
-        stats.messages += 1
-        stats.bytes += size
         return True
 
     def _add_raw_slow(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
+        self._catch_up()
         size = len(text)
         raw = self._raw
         if (
@@ -292,20 +297,48 @@ class RecordingWriter:
             or self._pending_bytes + size > self.max_pending_bytes
         ):
             self._drop_count += 1
-            self.stats.dropped += 1
+            self._stats.dropped += 1
             if self._drop_first_ns is None:
                 self._drop_first_ns = received_at_ns
             self._drop_last_ns = received_at_ns
             self._last_conn = connection_id
+            self._room = 0  # every message the slow way until there is room again
             return False
         if self._drop_count:
             self._note_drops()
         raw.append(text, received_at_ns, connection_id, seq)
+        self._counted += 1
+        self._largest = max(self._largest, size)
         self._pending_bytes += size
-        stats = self.stats
+        stats = self._stats
         stats.messages += 1
         stats.bytes += size
+        self._set_room()
         return True
+
+    def _catch_up(self) -> None:
+        """Count the raw messages the fast lane took since the last count."""
+        texts = self._raw.texts
+        counted = self._counted
+        if len(texts) > counted:
+            sizes = list(map(len, texts[counted:]))
+            size = sum(sizes)
+            self._largest = max(self._largest, *sizes)
+            self._stats.messages += len(texts) - counted
+            self._stats.bytes += size
+            self._pending_bytes += size
+            self._counted = len(texts)
+
+    def _set_room(self) -> None:
+        """Let the fast lane take as many messages as surely fit under both bounds (at
+        most 256 before the next count), counting nothing per message. The byte bound is
+        exact while no message is larger than both ``max_message_bytes`` and every
+        message before it; past that, it is exceeded by at most that excess."""
+        held = len(self._raw)
+        rows_left = self.max_pending_rows - held - len(self._pending)
+        largest = max(self.max_message_bytes, self._largest, 1)
+        sure = (self.max_pending_bytes - self._pending_bytes) // largest
+        self._room = held + max(0, min(rows_left, sure, 256))
 
     def _note_drops(self) -> None:
         count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
@@ -323,7 +356,7 @@ class RecordingWriter:
                 gap_end_ns=last,
             )
         )
-        self.stats.session_rows += 1
+        self._stats.session_rows += 1
 
     def take(self) -> list[Row]:
         """Hand the pending rows over, raw data messages converted to rows (slow: the
@@ -333,6 +366,7 @@ class RecordingWriter:
 
     def take_pending(self) -> tuple[list[Row], RawBuffer]:
         """Hand the pending rows and raw messages over (to a flush on another thread)."""
+        self._catch_up()
         if self._drop_count:
             self._note_drops()
         rows, self._pending = self._pending, []
@@ -340,6 +374,8 @@ class RecordingWriter:
         if raw.conns:
             self._last_conn = raw.conns[-1][1]
         self._pending_bytes = 0
+        self._counted = 0
+        self._set_room()
         return rows, raw
 
     def append_pending(self, pending: tuple[Sequence[Row], RawBuffer | Sequence[RawItem]]) -> None:
@@ -379,7 +415,7 @@ class RecordingWriter:
             raise RuntimeError("writer is not open")
         count, self._unsynced = self._unsynced, 0
         self._segment.sync()
-        self.stats.flushed_rows += count
+        self._stats.flushed_rows += count
 
     def write(self, rows: Sequence[Row]) -> None:
         """Append rows and make them durable."""
@@ -434,7 +470,7 @@ class RecordingWriter:
             compression=self.compression,
         )
         closed.path.unlink()
-        self.stats.files += len(files)
+        self._stats.files += len(files)
         _release_memory()
         return files
 
