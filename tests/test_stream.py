@@ -4,6 +4,7 @@ refusals, permissions, authentication, events, queues, and staying connected."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -251,6 +252,36 @@ async def test_async_for_ends_when_the_session_closes(client: Client) -> None:
         await s.subscribe("watchOrders")
     with pytest.raises(StreamClosed):
         await s.open()
+
+
+async def test_cancelling_the_owner_closes_the_session_completely(client: Client) -> None:
+    # the notebook pattern: a task holds ``async with client.stream()`` and is cancelled;
+    # the close must still finish (state, last event) and leave no task unretrieved
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    s = client.stream(**FAST)
+    kinds: list[str] = []
+    s.add_callback(lambda e: kinds.append(e.kind), channels=["_session"])
+    subscribed = asyncio.Event()
+
+    async def owner() -> None:
+        async with s:
+            await s.subscribe("watchTicker", symbol="BTC/BRL")
+            subscribed.set()
+            await s.wait_closed()
+
+    task = asyncio.create_task(owner())
+    await asyncio.wait_for(subscribed.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert s.closed
+    assert kinds[-1] == "disconnected"
+    await asyncio.wait_for(s.wait_closed(), 1)
+    gc.collect()  # an unretrieved task exception is reported when the task is collected
+    await asyncio.sleep(0)
+    assert not unhandled, unhandled
 
 
 # -- staying connected -------------------------------------------------------------------------

@@ -593,15 +593,18 @@ class StreamSession:
         for task in tasks:
             if task is not current:
                 task.cancel()
+                # a cancel of ours that arrives during the await must go on (else a
+                # supervisor cancelled mid-rotation would keep running); one that was
+                # already being handled must not stop the cleanup, as when the task that
+                # owns the session is cancelled and ``async with`` closes it
+                requests = current.cancelling() if current is not None else 0
                 try:
                     await task
                 except asyncio.CancelledError:
-                    # the task's own cancellation is expected; ours must go on (else a
-                    # supervisor cancelled mid-rotation would keep running)
-                    if current is not None and current.cancelling():
+                    if current is not None and current.cancelling() > requests:
                         raise
                 except Exception:
-                    pass
+                    pass  # the connection's end: what it was is reported elsewhere
 
     async def _restore(self, conn: _Connection) -> None:
         """Subscribe ``conn`` to everything the session holds, each confirmed."""
