@@ -187,3 +187,32 @@ def test_stop_cancels_a_running_task(ev: Any) -> None:
         assert task.cancelled()
 
     asyncio.run(main())
+
+
+def test_a_failing_source_shows_in_the_widget_and_is_logged_once(
+    ev: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken() -> Any:
+        yield ev.ticker("BTC/BRL", 1.0)
+        raise RuntimeError("feed broke")
+
+    unhandled: list[dict[str, Any]] = []
+
+    async def main() -> TickerView:
+        asyncio.get_running_loop().set_exception_handler(lambda _l, c: unhandled.append(c))
+        view = TickerView(broken(), max_hz=10)
+        assert view.task is not None
+        await asyncio.wait({view.task}, timeout=10)
+        assert view.task.done() and view.task.exception() is None
+        return view
+
+    with caplog.at_level("ERROR", logger="toolkit.widgets"):
+        view = asyncio.run(main())
+    gc.collect()
+    assert view.state == "error" and "feed broke" in view.state_detail
+    assert "feed broke" in view._status.value  # where the analyst looks
+    assert [r.getMessage() for r in caplog.records] == [
+        "TickerView stopped: RuntimeError: feed broke"
+    ]
+    assert not unhandled
+    view.stop()

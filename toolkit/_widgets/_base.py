@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import logging
 from typing import Any
 
 import ipywidgets as widgets
 
 from toolkit._widgets._throttle import Clock, RepaintThrottle
+
+_log = logging.getLogger("toolkit.widgets")
 
 _STATE_COLOURS = {
     "connecting": "#8a6d00",
@@ -87,9 +90,11 @@ class LiveView:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # A view is fire-and-forget in a notebook: show the failure where the user looks.
+            # A view is fire-and-forget in a notebook: show the failure where the user looks
+            # and log it once. Re-raising would leave an exception nobody retrieves, which
+            # asyncio reports again, with a traceback, whenever the task is collected.
             self._set_state("error", f"{type(exc).__name__}: {exc}")
-            raise
+            _log.error("%s stopped: %s: %s", type(self).__name__, type(exc).__name__, exc)
 
     def stop(self) -> None:
         """Cancel the view's task (which closes its stream) and close its widgets."""
