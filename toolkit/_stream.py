@@ -232,8 +232,6 @@ class StreamSession:
         self._typed_channels: frozenset[str] = frozenset()
         #: every data message needs its typed event (main queue or unfiltered callback)
         self._typed_all = self._main is not None
-        #: no data message needs a typed event: the read loop's raw path
-        self._raw_only = not self._typed_all
         self._supervisor: asyncio.Task[None] | None = None
         self._received = 0
         self._dropped = 0
@@ -399,7 +397,6 @@ class StreamSession:
         named.discard("_session")
         self._typed_channels = frozenset(named)
         self._typed_all = self._main is not None or any(c is None for _f, c in self._callbacks)
-        self._raw_only = not self._typed_all and not self._typed_channels
 
     def __aiter__(self) -> StreamSession:
         if self._main is None:
@@ -626,15 +623,18 @@ class StreamSession:
             while True:
                 text = await recv()
                 received = clock()
-                if self._raw_only and text.__class__ is str and text.startswith(_DATA_PREFIX):
+                if (
+                    not self._typed_all
+                    and not self._typed_channels
+                    and text.__class__ is str
+                    and text.startswith(_DATA_PREFIX)
+                ):
                     # the raw path: a data message nobody wants typed is not decoded here
-                    # (the hot loop of a recorder: as few attribute loads as possible)
-                    seq = conn.seq + 1
-                    conn.seq = seq
+                    conn.seq += 1
                     self._received += 1
                     for raw_fn in self._raw_callbacks:
                         try:
-                            raw_fn(text, received, conn_id, seq)
+                            raw_fn(text, received, conn_id, conn.seq)
                         except Exception:
                             _log.exception("a raw stream callback failed")
                     continue
