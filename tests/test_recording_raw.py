@@ -1,5 +1,5 @@
-"""Tests of the raw fast path: the texts reach Arrow unchanged whatever they hold (ASCII
-shortcut or general conversion), and a warmed-up conversion imports nothing."""
+"""Tests of the raw fast path: the texts reach Arrow unchanged whatever they hold, and a
+warmed-up conversion imports nothing."""
 
 from __future__ import annotations
 
