@@ -47,7 +47,7 @@ def main() -> int:
     parser.add_argument("--sequential-sample", type=int, default=200)
     args = parser.parse_args()
 
-    from toolkit._client import Client
+    from toolkit.client._client import Client
     from toolkit.sim import SimControl
 
     parent, child = mp.Pipe()

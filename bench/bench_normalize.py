@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synthetic import synthetic_orders
 
-from toolkit._frames import build_frames
-from toolkit._schema import EVALUATED_TICKER, ORDER, TRADE, columns_of_kind
+from toolkit.frames._frames import build_frames
+from toolkit.frames._schema import EVALUATED_TICKER, ORDER, TRADE, columns_of_kind
 
 TARGET_RATIO = 10.0
 

@@ -290,7 +290,7 @@ async def recorder_run(
     client: Any, root: Path, n: int, samples: list[tuple[int, int]]
 ) -> tuple[float, float, Any]:
     """(seconds to record n messages, seconds to stop, stats)."""
-    from toolkit._recorder import Recorder
+    from toolkit.recording._recorder import Recorder
 
     rec = Recorder(
         client,
@@ -347,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n_rate = args.baseline_messages or min(args.messages, 300_000)
 
-    from toolkit._client import Client
-    from toolkit._recording import read_recording_table
+    from toolkit.client._client import Client
+    from toolkit.recording._read import read_recording_table
     from toolkit.sim import Simulator
 
     ctx = mp.get_context("spawn")

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synthetic import SYMBOLS, synthetic_orders
 
-from toolkit._frames import OrderFrames, build_frames
-from toolkit._report import ExecutionReport
-from toolkit._report._api import execution_report
-from toolkit._report._metrics import all_tables
+from toolkit.frames._frames import OrderFrames, build_frames
+from toolkit.report import ExecutionReport
+from toolkit.report._api import execution_report
+from toolkit.report._metrics import all_tables
 
 
 def synthetic_market(frames: OrderFrames, tick_seconds: float, seed: int = 0) -> pd.DataFrame:

@@ -19,8 +19,8 @@ import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from toolkit._events import OrderEvent, TickerEvent
-from toolkit._widgets import OrderStatusView, TickerView
+from toolkit.stream._events import OrderEvent, TickerEvent
+from toolkit.widgets import OrderStatusView, TickerView
 
 _seq = itertools.count()
 

@@ -12,15 +12,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from toolkit._channels import Backoff
-from toolkit._recorder import Recorder
-from toolkit._recording import read_recording
+from toolkit.recording._read import read_recording
+from toolkit.recording._recorder import Recorder
 from toolkit.sim import Simulator
+from toolkit.stream._channels import Backoff
 
 
 async def _activity(sim: Simulator, client: object, seconds: float) -> None:
     """Orders through the toolkit itself, a price move that triggers one, and a drop."""
-    from toolkit._client import Client
+    from toolkit.client._client import Client
 
     assert isinstance(client, Client)
     await asyncio.sleep(1.0)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from toolkit.sim import Simulator
+
+# bench/_synthetic.py (synthetic orders) serves the tests too
+_BENCH = str(Path(__file__).resolve().parents[1] / "bench")
+if _BENCH not in sys.path:
+    sys.path.insert(0, _BENCH)
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,9 @@ import duckdb
 import pandas as pd
 import pytest
 
-from toolkit._demo import DemoResult, run_demo
-from toolkit._recording import read_recording
 from toolkit.cli import main
+from toolkit.demo import DemoResult, run_demo
+from toolkit.recording._read import read_recording
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from toolkit._client import Client
-from toolkit._exceptions import (
+from toolkit.client._client import Client
+from toolkit.errors import (
     AuthenticationError,
     OrderNotFound,
     RouteNotActive,

@@ -7,48 +7,49 @@ needs them, so ``import toolkit`` stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolkit._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "Client": "toolkit._client",
-    "Settings": "toolkit._config",
+    "Client": "toolkit.client",
+    "Settings": "toolkit.client",
     "Simulator": "toolkit.sim",
-    "OrderFrames": "toolkit._frames",
-    "build_frames": "toolkit._frames",
-    "CancelResult": "toolkit._cancel",
-    "CancelOutcome": "toolkit._cancel",
-    "StreamSession": "toolkit._stream",
-    "TickerEvent": "toolkit._events",
-    "TickersEvent": "toolkit._events",
-    "OrderEvent": "toolkit._events",
-    "BalanceEvent": "toolkit._events",
-    "SessionEvent": "toolkit._events",
-    "OrderBook": "toolkit._orderbook",
-    "Recorder": "toolkit._recorder",
-    "read_recording": "toolkit._recording",
-    "replay": "toolkit._replay",
-    "TickerView": "toolkit._widgets",
-    "OrderStatusView": "toolkit._widgets",
-    "execution_report": "toolkit._report",
-    "ExecutionReport": "toolkit._report",
-    "ToolkitError": "toolkit._exceptions",
-    "InvalidRequest": "toolkit._exceptions",
-    "PaginationLoop": "toolkit._exceptions",
-    "TransportError": "toolkit._exceptions",
-    "ServiceError": "toolkit._exceptions",
-    "InvalidResponse": "toolkit._exceptions",
-    "BadRequest": "toolkit._exceptions",
-    "AuthenticationError": "toolkit._exceptions",
-    "PermissionDenied": "toolkit._exceptions",
-    "OrderNotFound": "toolkit._exceptions",
-    "RouteNotActive": "toolkit._exceptions",
-    "Conflict": "toolkit._exceptions",
-    "RateLimited": "toolkit._exceptions",
-    "ServiceUnavailable": "toolkit._exceptions",
+    "OrderFrames": "toolkit.frames",
+    "build_frames": "toolkit.frames",
+    "CancelResult": "toolkit.client",
+    "CancelOutcome": "toolkit.client",
+    "StreamSession": "toolkit.stream",
+    "TickerEvent": "toolkit.stream",
+    "TickersEvent": "toolkit.stream",
+    "OrderEvent": "toolkit.stream",
+    "BalanceEvent": "toolkit.stream",
+    "SessionEvent": "toolkit.stream",
+    "OrderBook": "toolkit.stream",
+    "Recorder": "toolkit.recording",
+    "read_recording": "toolkit.recording",
+    "replay": "toolkit.recording",
+    "TickerView": "toolkit.widgets",
+    "OrderStatusView": "toolkit.widgets",
+    "execution_report": "toolkit.report",
+    "ExecutionReport": "toolkit.report",
+    "ToolkitError": "toolkit.errors",
+    "InvalidRequest": "toolkit.errors",
+    "PaginationLoop": "toolkit.errors",
+    "TransportError": "toolkit.errors",
+    "ServiceError": "toolkit.errors",
+    "InvalidResponse": "toolkit.errors",
+    "BadRequest": "toolkit.errors",
+    "AuthenticationError": "toolkit.errors",
+    "PermissionDenied": "toolkit.errors",
+    "OrderNotFound": "toolkit.errors",
+    "RouteNotActive": "toolkit.errors",
+    "Conflict": "toolkit.errors",
+    "RateLimited": "toolkit.errors",
+    "ServiceUnavailable": "toolkit.errors",
 }
 
 __all__ = [
@@ -91,11 +92,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toolkit._cancel import CancelOutcome, CancelResult
-    from toolkit._client import Client
-    from toolkit._config import Settings
-    from toolkit._events import BalanceEvent, OrderEvent, SessionEvent, TickerEvent, TickersEvent
-    from toolkit._exceptions import (
+    from toolkit.client import CancelOutcome, CancelResult, Client, Settings
+    from toolkit.errors import (
         AuthenticationError,
         BadRequest,
         Conflict,
@@ -111,25 +109,20 @@ if TYPE_CHECKING:  # pragma: no cover
         ToolkitError,
         TransportError,
     )
-    from toolkit._frames import OrderFrames, build_frames
-    from toolkit._orderbook import OrderBook
-    from toolkit._recorder import Recorder
-    from toolkit._recording import read_recording
-    from toolkit._replay import replay
-    from toolkit._report import ExecutionReport, execution_report
-    from toolkit._stream import StreamSession
-    from toolkit._widgets import OrderStatusView, TickerView
+    from toolkit.frames import OrderFrames, build_frames
+    from toolkit.recording import Recorder, read_recording, replay
+    from toolkit.report import ExecutionReport, execution_report
     from toolkit.sim import Simulator
+    from toolkit.stream import (
+        BalanceEvent,
+        OrderBook,
+        OrderEvent,
+        SessionEvent,
+        StreamSession,
+        TickerEvent,
+        TickersEvent,
+    )
+    from toolkit.widgets import OrderStatusView, TickerView
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

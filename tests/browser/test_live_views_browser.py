@@ -138,7 +138,7 @@ def _export(views: list[Any], page: Path, embed_js: Path) -> None:
 
 
 def test_live_views_render_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
-    from toolkit._widgets import OrderStatusView, TickerView
+    from toolkit.widgets import OrderStatusView, TickerView
 
     embed_js = _embed_js()
     ARTEFACTS.mkdir(parents=True, exist_ok=True)

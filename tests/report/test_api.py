@@ -11,14 +11,14 @@ import pytest
 from _report_frames import T0_MS, Frames, closed_order, make_frames
 from _synthetic import mixed_orders
 
-from toolkit._report import ExecutionReport, execution_report
-from toolkit._report._definitions import DEFINITIONS, SECTIONS
-from toolkit._report._figures import FIGURES
+from toolkit.report import ExecutionReport, execution_report
+from toolkit.report._definitions import DEFINITIONS, SECTIONS
+from toolkit.report._figures import FIGURES
 
 
 @pytest.fixture(scope="module")
 def mixed_report() -> ExecutionReport:
-    from toolkit._frames import build_frames
+    from toolkit.frames._frames import build_frames
 
     return execution_report(build_frames(mixed_orders(80, seed=5)))
 
@@ -107,7 +107,7 @@ def test_market_as_a_recording_root(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from toolkit._recording_rows import partition_dir, recording_schema
+    from toolkit.recording._rows import partition_dir, recording_schema
 
     schema = recording_schema()
     ms = [T0_MS - 2_000, T0_MS + 1_000]
@@ -138,7 +138,7 @@ def test_market_as_a_recording_root(tmp_path: Path) -> None:
 
 def test_report_of_the_simulator_history(sim: object) -> None:
     """The simulator's history through the real client: every section has numbers."""
-    from toolkit._frames import build_frames
+    from toolkit.frames._frames import build_frames
 
     ids = sim.control.order_ids()  # type: ignore[attr-defined]
     with sim.client() as client:  # type: ignore[attr-defined]

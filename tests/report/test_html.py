@@ -14,14 +14,14 @@ import pytest
 from _report_frames import closed_order, make_frames
 from _synthetic import mixed_orders
 
-from toolkit._report import ExecutionReport, execution_report
-from toolkit._report._definitions import CONVENTIONS, DEFINITIONS, SECTIONS
-from toolkit._report._html import MAX_HTML_ROWS
+from toolkit.report import ExecutionReport, execution_report
+from toolkit.report._definitions import CONVENTIONS, DEFINITIONS, SECTIONS
+from toolkit.report._html import MAX_HTML_ROWS
 
 
 @pytest.fixture(scope="module")
 def page_and_path(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    from toolkit._frames import build_frames
+    from toolkit.frames._frames import build_frames
 
     report = execution_report(build_frames(mixed_orders(120, seed=9)))
     path = tmp_path_factory.mktemp("html") / "sub" / "report.html"
@@ -133,7 +133,7 @@ def test_report_object_round_trips_to_same_html_sections(tmp_path: Path) -> None
 
 
 def test_whole_numbers_show_without_decimals() -> None:
-    from toolkit._report._html import _format
+    from toolkit.report._html import _format
 
     assert _format(2023.0) == "2,023"
     assert _format(0.0) == "0"

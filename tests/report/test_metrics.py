@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from _report_frames import T0_MS, Frames, closed_order, make_frames
 
-from toolkit._report import _metrics
-from toolkit._report._definitions import MARKOUT_HORIZONS_S
+from toolkit.report import _metrics
+from toolkit.report._definitions import MARKOUT_HORIZONS_S
 
 
 def quote(oid: str, rank: int, exchange: str, price: float, reason: str | None = None) -> dict:
@@ -647,7 +647,7 @@ def test_nans_do_not_break_the_metrics() -> None:
 def test_exact_decimal_frames_give_the_same_numbers() -> None:
     from _synthetic import mixed_orders
 
-    from toolkit._frames import build_frames
+    from toolkit.frames._frames import build_frames
 
     raw = mixed_orders(60, seed=3)
     approx = _metrics.all_tables(build_frames(raw))

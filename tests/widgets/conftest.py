@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolkit._events import OrderEvent, SessionEvent, TickerEvent, TickersEvent
+from toolkit.stream._events import OrderEvent, SessionEvent, TickerEvent, TickersEvent
 
 _seq = itertools.count(1)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolkit._widgets import OrderStatusView
-from toolkit._widgets._order_view import FILTERS, matches
+from toolkit.widgets import OrderStatusView
+from toolkit.widgets._order_view import FILTERS, matches
 
 
 class NoCancelClient:

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from toolkit._cancel import CancelOutcome
-from toolkit._widgets import OrderStatusView, TickerView
+from toolkit.client._cancel import CancelOutcome
+from toolkit.widgets import OrderStatusView, TickerView
 
 
 async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolkit._widgets._sources import aiter_events, describe_source, is_client
+from toolkit.widgets._sources import aiter_events, describe_source, is_client
 
 
 async def collect(source: object, **kw: Any) -> list[Any]:

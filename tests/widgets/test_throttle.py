@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolkit._widgets._throttle import RepaintThrottle
+from toolkit.widgets._throttle import RepaintThrottle
 
 
 def test_first_repaint_is_immediate(clock: Any) -> None:

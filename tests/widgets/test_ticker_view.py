@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from toolkit._widgets import TickerView
-from toolkit._widgets._ticker_view import sparkline
+from toolkit.widgets import TickerView
+from toolkit.widgets._ticker_view import sparkline
 
 SYMBOLS = ("BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL")
 

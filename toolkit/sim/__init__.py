@@ -1,5 +1,8 @@
 """A faithful local simulator of the trading service: REST, WebSocket and a control API on
-one loopback port, with a seeded history and a live engine (``tk.Simulator``, ``toolkit sim``)."""
+one loopback port, with a seeded history and a live engine (``tk.Simulator``, ``toolkit sim``).
+
+Self-contained: it imports nothing else of ``toolkit``, and nothing but the CLI and the demo
+imports it, so the client can never depend on the simulator."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from toolkit.sim._control import SimControl, SimControlError
 from toolkit.sim._knobs import Knobs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toolkit._client import Client
+    from toolkit.client._client import Client
     from toolkit.sim._server import ServerThread
     from toolkit.sim._state import SimState
 
@@ -105,7 +108,7 @@ class Simulator:
         self, api_key: str = "demo", api_secret: str = "demo-secret", **settings: Any
     ) -> Client:
         """A ``toolkit.Client`` for this simulator (profile ``P1`` unless given)."""
-        from toolkit._client import Client
+        from toolkit.client._client import Client
 
         settings.setdefault("profile_id", "P1")
         return Client(

@@ -1,0 +1,134 @@
+"""Tests of ``toolkit load``: environment and options, --env-file, --ids-file, Parquet and
+CSV output, the one-line summary, and clean errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.cli import main
+from toolkit.cli._load import read_env_file, read_ids_file
+from toolkit.sim import Simulator
+
+
+@pytest.fixture
+def env(sim: Simulator, monkeypatch: pytest.MonkeyPatch) -> Simulator:
+    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLKIT_BASE_URL", sim.base_url)
+    monkeypatch.setenv("TOOLKIT_API_KEY", "demo")
+    monkeypatch.setenv("TOOLKIT_API_SECRET", "demo-secret")
+    return sim
+
+
+def test_load_to_parquet(
+    env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["load", "--status", "FINALIZED", "--out", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and len(out) == 1
+    orders = pd.read_parquet(tmp_path / "orders.parquet")
+    assert out[0].startswith(f"loaded {len(orders)} orders")
+    assert "(parquet)" in out[0] and env.base_url in out[0]
+    assert set(orders["status"]) <= {
+        "CANCELLING",
+        "EXECUTED",
+        "CLOSED",
+        "EXPIRED",
+        "CANCELLED",
+        "REJECTED",
+    }
+    assert {p.name for p in tmp_path.iterdir()} >= {"orders.parquet", "fills.parquet"}
+
+
+def test_load_ids_file_to_csv(env: Simulator, tmp_path: Path) -> None:
+    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:10]
+    ids_file = tmp_path / "ids.txt"
+    ids_file.write_text("# market orders\n" + "\n".join(ids) + "\n\n")
+    out = tmp_path / "out"
+    code = main(["load", "--ids-file", str(ids_file), "--out", str(out), "--format", "csv",
+                 "--no-progress"])  # fmt: skip
+    assert code == 0
+    assert sorted(pd.read_csv(out / "orders.csv")["id"]) == sorted(ids)
+
+
+def test_env_file_and_options(
+    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("TOOLKIT_BASE_URL", "TOOLKIT_API_KEY", "TOOLKIT_API_SECRET", "TOOLKIT_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        f"# local simulator\nexport TOOLKIT_BASE_URL={sim.base_url}\n"
+        "TOOLKIT_API_KEY='wrong'\nTOOLKIT_API_SECRET=\"demo-secret\"\n"
+    )
+    out = tmp_path / "out"
+    code = main(["load", "--env-file", str(env_file), "--api-key", "demo", "--symbol", "BTC/BRL",
+                 "--since", "2000-01-01", "--out", str(out), "--no-progress"])  # fmt: skip
+    assert code == 0
+    assert set(pd.read_parquet(out / "orders.parquet")["symbol"]) == {"BTC/BRL"}
+
+
+def test_errors_are_one_clean_line(
+    env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["load", "--status", "open", "--out", str(tmp_path / "x"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown status 'open'" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_sandbox_without_urls_is_a_clear_error(
+    env: Simulator,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TOOLKIT_BASE_URL")
+    code = main(["load", "--env", "sandbox", "--out", str(tmp_path)])
+    assert code == 2 and "TOOLKIT_BASE_URL" in capsys.readouterr().err
+
+
+def test_env_and_ids_file_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "e"
+    path.write_text("A=1\n# c\n\nexport B = 'two'\n")
+    assert read_env_file(path) == {"A": "1", "B": "two"}
+    path.write_text("A=1\nSECRETVALUE\n")
+    with pytest.raises(ValueError) as info:
+        read_env_file(path)
+    assert "SECRETVALUE" not in str(info.value) and ":2:" in str(info.value)
+    ids = tmp_path / "ids"
+    ids.write_text(" a \n\n# x\nb\n")
+    assert read_ids_file(ids) == ["a", "b"]
+
+
+def test_load_ids_from_a_recording(env: Simulator, tmp_path: Path) -> None:
+    import time
+
+    from toolkit.recording._rows import row_from_message
+    from toolkit.recording._writer import RecordingWriter
+
+    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:5]
+    root = tmp_path / "rec"
+    writer = RecordingWriter(root)
+    writer.open()
+    for seq, order_id in enumerate([*ids, ids[0]]):  # an id seen twice is loaded once
+        message = {"id": order_id, "status": "closed", "symbol": "BTC/BRL"}
+        raw = {"channel": "watchorders", "message": message}
+        writer.add(row_from_message(raw, received_at_ns=time.time_ns(), connection_id="c1",
+                                    seq=seq))  # fmt: skip
+    writer.close()
+    out = tmp_path / "out"
+    code = main(["load", "--ids-from", str(root), "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert sorted(pd.read_parquet(out / "orders.parquet")["id"]) == sorted(ids)
+
+
+def test_ids_from_a_missing_recording_is_a_clean_error(
+    env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["load", "--ids-from", str(tmp_path / "nope"), "--out", str(tmp_path)])
+    assert code == 2
+    assert "no recording" in capsys.readouterr().err

@@ -1,0 +1,137 @@
+"""Tests of ``toolkit record`` as a user runs it: a subprocess recording from the simulator,
+stopped by --duration, by SIGTERM, or killed with SIGKILL and recovered on the next start."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit.cli import build_parser
+from toolkit.recording._read import read_recording
+from toolkit.recording._writer import RecordingWriter
+from toolkit.sim import Simulator
+
+
+@pytest.fixture(scope="module")
+def busy_sim() -> Iterator[Simulator]:
+    with Simulator(
+        seed=9, engine=True, tick_interval_s=0.01, order_interval_s=0.2, history_orders=30
+    ) as s:
+        yield s
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLKIT_")}
+    env["TOOLKIT_API_SECRET"] = "demo-secret"
+    return env
+
+
+def _record(sim: Simulator, out: Path, *extra: str) -> subprocess.Popen[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolkit.cli",
+        "record",
+        "--out",
+        str(out),
+        "--base-url",
+        sim.base_url,
+        "--api-key",
+        "demo",
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+
+
+def test_help_lists_the_options() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["record", "--out", "x", "--channel", "watchOrders"])
+    assert args.channels == ["watchOrders"] and args.flush_interval == 1.0
+
+
+def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
+    proc = _record(
+        busy_sim,
+        tmp_path,
+        "--channel",
+        "watchOrders",
+        "--channel",
+        "watchTicker:BTC/BRL",
+        "--duration",
+        "1.5",
+        "--flush-interval",
+        "0.2",
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"into {tmp_path}" in out
+    status = [line for line in err.splitlines() if line.startswith("messages")]
+    assert status and "saved" in status[-1] and "gaps 0" in status[-1]
+    assert "demo-secret" not in out + err
+    df = read_recording(tmp_path)
+    assert {"_session", "watchticker"} <= set(df["channel"])
+    assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
+
+
+def test_sigterm_stops_cleanly_with_everything_written(busy_sim: Simulator, tmp_path: Path) -> None:
+    proc = _record(busy_sim, tmp_path, "--channel", "watchTickers", "--flush-interval", "0.1")
+    assert proc.stderr is not None
+    for line in proc.stderr:  # wait until something is saved
+        if line.startswith("messages") and " saved 0 " not in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert list((tmp_path / "_wal").glob("*.wal")) == []
+    n = int(out.split()[1].replace(",", ""))
+    assert n > 0 and len(read_recording(tmp_path, "watchtickers")) == n
+
+
+def test_sigkill_loses_at_most_the_last_flush_and_is_recovered(
+    busy_sim: Simulator, tmp_path: Path
+) -> None:
+    rng = random.Random(7)
+    for trial in range(3):
+        root = tmp_path / f"run{trial}"
+        proc = _record(busy_sim, root, "--channel", "watchTickers", "--flush-interval", "0.1")
+        assert proc.stderr is not None
+        saved = 0
+        wanted = rng.randint(2, 5)
+        updates = 0
+        for line in proc.stderr:
+            if line.startswith("messages"):
+                saved = int(line.split("saved ")[1].split()[0].replace(",", ""))
+                updates += 1
+                if updates >= wanted:
+                    break
+        time.sleep(rng.uniform(0, 0.1))  # a random moment within the next flush interval
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        for path in root.rglob("*.parquet"):
+            pq.read_table(path)  # every file on disk is complete
+        assert any((root / "_wal").glob("*.wal")), "the dead recorder left its log"
+        with RecordingWriter(root) as writer:
+            assert writer.stats.recovered >= 1
+        df = read_recording(root)
+        assert len(df) >= saved > 0
+
+
+def test_bad_channel_and_busy_root_fail_with_a_message(busy_sim: Simulator, tmp_path: Path) -> None:
+    proc = _record(busy_sim, tmp_path, "--channel", "watchTicker:BTC-BRL", "--duration", "1")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "invalid symbol" in err
+    with RecordingWriter(tmp_path):
+        proc = _record(busy_sim, tmp_path, "--channel", "watchOrders", "--duration", "1")
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "another recorder" in err

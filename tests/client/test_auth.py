@@ -1,0 +1,189 @@
+"""Tests of toolkit.client._auth: sign-in, bearer header, renewal before expiry (fake clock) and
+once on a 401, bad credentials, and replacing the auth."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Generator
+
+import httpx
+import pytest
+
+from toolkit.client._auth import TokenAuth
+from toolkit.client._client import Client
+from toolkit.errors import AuthenticationError, InvalidRequest, ServiceError
+from toolkit.sim import Simulator
+
+
+class FakeClock:
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def paths_client(sim: Simulator, **kwargs: object) -> tuple[Client, list[tuple[str, int]]]:
+    seen: list[tuple[str, int]] = []
+
+    async def on_response(response: httpx.Response) -> None:
+        seen.append((response.request.url.path, response.status_code))
+
+    client = Client(
+        sim.base_url,
+        api_key="demo",
+        api_secret="demo-secret",
+        event_hooks={"response": [on_response]},
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return client, seen
+
+
+def test_signs_in_once_for_many_concurrent_requests(sim: Simulator) -> None:
+    client, seen = paths_client(sim)
+    ids = sim.control.order_ids()[:20]
+
+    async def main() -> None:
+        orders = await asyncio.gather(*(client.afetch_order(i) for i in ids))
+        assert [o["id"] for o in orders] == ids
+        await client.aclose()
+
+    asyncio.run(main())
+    assert [p for p, _ in seen].count("/auth/signin") == 1
+    assert isinstance(client.auth, TokenAuth) and client.auth.signins == 1
+
+
+def test_renews_before_expiry_with_a_fake_clock(fresh_sim: Simulator) -> None:
+    import time
+
+    clock = FakeClock(time.time())
+    client, seen = paths_client(fresh_sim, clock=clock)
+    order_id = fresh_sim.control.order_ids()[0]
+    with client:
+        client.fetch_order(order_id)
+        clock.now += 3600 - 5  # within the renewal margin of the 1 h token
+        client.fetch_order(order_id)
+    assert seen == [
+        ("/auth/signin", 200),
+        ("/orders/fetchOrder", 200),
+        ("/auth/signin", 200),
+        ("/orders/fetchOrder", 200),
+    ]
+
+
+def test_margin_is_at_most_a_tenth_of_a_short_lifetime(fresh_sim: Simulator) -> None:
+    import time
+
+    fresh_sim.control.set_knobs(token_ttl_s=100.0)
+    clock = FakeClock(time.time())
+    client, seen = paths_client(fresh_sim, clock=clock)
+    order_id = fresh_sim.control.order_ids()[0]
+    with client:
+        client.fetch_order(order_id)
+        clock.now += 85  # 15 s left: more than a tenth, so no renewal yet
+        client.fetch_order(order_id)
+        clock.now += 6  # 9 s left
+        client.fetch_order(order_id)
+    assert [p for p, _ in seen].count("/auth/signin") == 2
+
+
+def test_renews_once_on_a_401(fresh_sim: Simulator) -> None:
+    client, seen = paths_client(fresh_sim)
+    order_id = fresh_sim.control.order_ids()[0]
+    with client:
+        client.fetch_order(order_id)
+        assert fresh_sim.state is not None
+        fresh_sim.state.tokens.revoke_all()  # the service forgets every token
+        assert client.fetch_order(order_id)["id"] == order_id
+    assert seen == [
+        ("/auth/signin", 200),
+        ("/orders/fetchOrder", 200),
+        ("/orders/fetchOrder", 401),
+        ("/auth/signin", 200),
+        ("/orders/fetchOrder", 200),
+    ]
+
+
+def test_a_second_401_is_an_authentication_error(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(token_ttl_s=0.0)  # every token is born expired
+    client, seen = paths_client(fresh_sim)
+    with client, pytest.raises(AuthenticationError) as info:
+        client.fetch_order(fresh_sim.control.order_ids()[0])
+    assert info.value.status == 401
+    assert [p for p, _ in seen] == [
+        "/auth/signin",
+        "/orders/fetchOrder",
+        "/auth/signin",
+        "/orders/fetchOrder",
+    ]
+
+
+def test_bad_credentials(sim: Simulator) -> None:
+    client = Client(sim.base_url, api_key="demo", api_secret="wrong-secret-value")
+    with client, pytest.raises(AuthenticationError, match="sign-in refused") as info:
+        client.fetch_order("m-000001-abcd")
+    assert "wrong-secret-value" not in str(info.value) + repr(info.value)
+    assert info.value.status == 401 and info.value.url and info.value.url.endswith("/auth/signin")
+
+
+def test_atoken_is_a_live_token_for_the_websocket(sim: Simulator) -> None:
+    with sim.client() as client:
+        token = client.token()
+        assert token == client.token()  # reused, not signed in again
+        assert sim.state is not None and sim.state.tokens.resolve(token) is not None
+
+
+def test_no_credentials_means_no_token(sim: Simulator) -> None:
+    with Client(sim.base_url) as client, pytest.raises(InvalidRequest, match="token"):
+        client.token()
+
+
+class StaticBearer(httpx.Auth):
+    """A user's own auth: a token obtained elsewhere."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+def test_auth_is_replaceable(sim: Simulator) -> None:
+    with sim.client() as signer:
+        token = signer.token()
+    order_id = sim.control.order_ids()[0]
+    with Client(sim.base_url, auth=StaticBearer(token)) as client:
+        assert client.fetch_order(order_id)["id"] == order_id
+    with (
+        Client(sim.base_url, auth=StaticBearer("tok_wrong")) as client,
+        pytest.raises(AuthenticationError),
+    ):
+        client.fetch_order(order_id)
+
+
+def test_repr_never_shows_the_token(sim: Simulator) -> None:
+    with sim.client() as client:
+        token = client.token()
+        assert isinstance(client.auth, TokenAuth)
+        assert token not in repr(client.auth) and "demo-secret" not in repr(client.auth)
+        assert "token=<set>" in repr(client.auth)
+
+
+def test_settings_name_the_signin_fields(sim: Simulator) -> None:
+    # a service that used other field names would be reached by changing settings only
+    client = Client(sim.base_url, api_key="demo", api_secret="demo-secret", signin_key_field="key")
+    with client, pytest.raises(ServiceError, match="sign-in failed") as info:
+        client.token()
+    assert info.value.status == 400
+
+
+def test_without_credentials_requests_are_refused_clearly(sim: Simulator) -> None:
+    with Client(sim.base_url) as client, pytest.raises(AuthenticationError, match="no credentials"):
+        client.fetch_order(sim.control.order_ids()[0])

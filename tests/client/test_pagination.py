@@ -1,0 +1,228 @@
+"""Pagination per spec 4.2: the sans-I/O guard, then the real listing of the simulator
+with its faults (503s, lag, exact multiples, rebuilt tokens, tokens with + / =)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolkit.client._pagination import Paginator
+from toolkit.errors import InvalidResponse, PaginationLoop
+
+
+def page(ids: list[str], token: str | None = None, updated: int = 1) -> dict[str, object]:
+    body: dict[str, object] = {"orders": [{"id": i, "updatedAt": updated} for i in ids]}
+    if token is not None:
+        body["paginationToken"] = token
+    return body
+
+
+def test_token_is_sent_back_verbatim_and_absence_ends() -> None:
+    p = Paginator(status="OPEN", limit=2)
+    assert p.params() == {"limit": "2", "status": "OPEN"}
+    assert [o["id"] for o in p.feed(page(["a", "b"], "x+/=y"))] == ["a", "b"]
+    assert p.params()["paginationToken"] == "x+/=y"
+    assert [o["id"] for o in p.feed(page(["c"]))] == ["c"]
+    assert p.done
+    with pytest.raises(RuntimeError):
+        p.params()
+
+
+def test_empty_last_page_ends_the_listing() -> None:
+    p = Paginator(limit=2)
+    p.feed(page(["a", "b"], "t1"))
+    assert p.feed(page([])) == []
+    assert p.done and list(p.latest) == ["a", "b"]
+
+
+def test_empty_first_page() -> None:
+    p = Paginator()
+    assert p.feed({"orders": []}) == []
+    assert p.done
+
+
+def test_restarted_listing_is_a_loop_on_the_second_page() -> None:
+    p = Paginator(limit=2)
+    p.feed(page(["a", "b"], "t1"))
+    with pytest.raises(PaginationLoop, match="restarted"):
+        p.feed(page(["a", "b"], "t2"))
+
+
+def test_restart_with_new_orders_on_top_is_still_a_loop() -> None:
+    p = Paginator(limit=4)
+    p.feed(page(["a", "b", "c", "d"], "t1"))
+    with pytest.raises(PaginationLoop):
+        p.feed(page(["new", "a", "b", "c"], "t2"))
+
+
+def test_repeated_token_is_a_loop() -> None:
+    p = Paginator(limit=2)
+    p.feed(page(["a", "b"], "t1"))
+    with pytest.raises(PaginationLoop, match="already used"):
+        p.feed(page(["c", "d"], "t1"))
+
+
+def test_page_budget() -> None:
+    p = Paginator(limit=1, max_pages=3)
+    p.feed(page(["a"], "t1"))
+    p.feed(page(["b"], "t2"))
+    with pytest.raises(PaginationLoop, match="budget of 3"):
+        p.feed(page(["c"], "t3"))
+
+
+def test_duplicates_across_pages_keep_the_newest() -> None:
+    p = Paginator(limit=2)
+    assert len(p.feed(page(["a", "b"], "t1", updated=1))) == 2
+    fresh = p.feed({"orders": [{"id": "b", "updatedAt": 5}, {"id": "c", "updatedAt": 1}]})
+    assert [o["id"] for o in fresh] == ["c"]
+    assert p.latest["b"]["updatedAt"] == 5
+    assert list(p.latest) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [None, [], {"orders": "x"}, {"orders": [{"no": "id"}]}, {"orders": [], "paginationToken": 5}],
+)
+def test_malformed_pages(body: object) -> None:
+    with pytest.raises(InvalidResponse):
+        Paginator().feed(body)
+
+
+# --- against the simulator ---------------------------------------------------------------
+
+import asyncio  # noqa: E402
+import json  # noqa: E402
+from collections import Counter  # noqa: E402
+from typing import Any  # noqa: E402
+
+import httpx  # noqa: E402
+
+from toolkit.client._client import Client  # noqa: E402
+from toolkit.errors import RouteNotActive  # noqa: E402
+from toolkit.sim import Simulator  # noqa: E402
+
+
+class Log:
+    """Every listing exchange: the token sent, the status, the token received."""
+
+    def __init__(self) -> None:
+        self.exchanges: list[tuple[str | None, int, str | None, int]] = []
+
+    async def on_response(self, response: httpx.Response) -> None:
+        if response.request.url.path != "/orders/limit/orders":
+            return
+        sent = response.request.url.params.get("paginationToken")
+        received = None
+        count = 0
+        if response.status_code == 200:
+            await response.aread()
+            body = json.loads(response.content)
+            received = body.get("paginationToken")
+            count = len(body["orders"])
+        self.exchanges.append((sent, response.status_code, received, count))
+
+
+async def no_sleep(delay: float) -> None:
+    return None
+
+
+def logged_client(sim: Simulator, **kwargs: Any) -> tuple[Client, Log]:
+    log = Log()
+    client = sim.client(event_hooks={"response": [log.on_response]}, sleep=no_sleep, **kwargs)
+    return client, log
+
+
+def baseline(sim: Simulator) -> list[str]:
+    with sim.client() as client:
+        return [o["id"] for o in client.list_limit_orders(limit=100)]
+
+
+def test_tokens_with_plus_slash_equals_round_trip(sim: Simulator) -> None:
+    client, log = logged_client(sim)
+    with client:
+        ids = [o["id"] for o in client.iter_limit_orders(limit=7)]
+    tokens = [received for _, _, received, _ in log.exchanges if received]
+    assert any(c in t for t in tokens for c in "+/=")
+    # each page's token came back byte for byte on the next request
+    for (_, _, received, _), (sent, _, _, _) in zip(log.exchanges, log.exchanges[1:], strict=False):
+        assert sent == received
+    assert len(ids) == len(set(ids)) == len(baseline(sim))
+    assert log.exchanges[-1][2] is None
+
+
+def test_listing_matches_the_account(sim: Simulator) -> None:
+    listed = set(baseline(sim))
+    limit_ids = {i for i in sim.control.order_ids() if i.startswith("l-")}
+    assert listed == limit_ids
+
+
+def test_503_mid_listing_is_retried_on_the_same_token(fresh_sim: Simulator) -> None:
+    expected = baseline(fresh_sim)
+    fresh_sim.control.set_knobs(listing_503_rate=0.2)
+    client, log = logged_client(fresh_sim, max_retries=50)
+    with client:
+        ids = [o["id"] for o in client.iter_limit_orders(limit=2)]
+    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))
+    failures = [i for i, e in enumerate(log.exchanges) if e[1] == 503]
+    assert failures  # the fault really happened
+    for i in failures:
+        assert log.exchanges[i + 1][0] == log.exchanges[i][0]
+
+
+def test_exact_multiple_of_the_page_size(fresh_sim: Simulator) -> None:
+    with fresh_sim.client() as client:
+        counts = Counter(o["status"] for o in client.list_limit_orders(limit=100))
+    status, count = next((s, c) for s, c in counts.most_common() if 2 <= c <= 100)
+    client, log = logged_client(fresh_sim)
+    with client:
+        items = client.list_limit_orders(status, limit=count)
+        assert len(items) == count
+        # a full page has a token; the next page is empty and has none (rule 4)
+        assert [(e[1], e[2] is not None, e[3]) for e in log.exchanges] == [
+            (200, True, count),
+            (200, False, 0),
+        ]
+        half = count // 2 if count % 2 == 0 else 1
+        assert len(client.list_limit_orders(status, limit=half)) == count
+
+
+def test_rebuilt_tokens_are_a_loop_within_two_pages(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(rebuild_pagination_tokens=True)
+    client, log = logged_client(fresh_sim)
+    with client, pytest.raises(PaginationLoop, match="restarted"):
+        client.list_limit_orders(limit=5)
+    assert len(log.exchanges) == 2
+
+
+def test_lag_and_new_orders_during_listing(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(listing_lag_s=30.0)
+    expected = baseline(fresh_sim)
+
+    async def main() -> list[str]:
+        async with fresh_sim.client() as client:
+            seen: list[str] = []
+            async for item in client.aiter_limit_orders(limit=10):
+                seen.append(item["id"])
+                if len(seen) == 10:
+                    # new orders appear on top while we page: never twice, never a restart
+                    for _ in range(3):
+                        await client.acreate_limit_order("ETH/BRL", "sell", "99999", amount="0.1")
+            return seen
+
+    seen = asyncio.run(main())
+    assert len(seen) == len(set(seen))
+    assert set(expected) <= set(seen)
+
+
+def test_empty_listing(fresh_sim: Simulator) -> None:
+    client, log = logged_client(fresh_sim)
+    with client:
+        for order in client.list_limit_orders("TRIGGERED"):
+            fresh_sim.control.advance(order["id"], "CLOSED")
+        assert client.list_limit_orders("TRIGGERED") == []
+    assert log.exchanges[-1][1:] == (200, None, 0)
+
+
+def test_listing_on_an_inactive_route(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(limit_routes_active=False)
+    with fresh_sim.client() as client, pytest.raises(RouteNotActive):
+        list(client.iter_limit_orders())

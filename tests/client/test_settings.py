@@ -1,0 +1,112 @@
+"""Tests of toolkit.client._settings: environments, from_env, URL checks and secret-free reprs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from toolkit.client._settings import (
+    DEFAULT_LOCAL_URL,
+    Environment,
+    Settings,
+    derive_ws_url,
+    mask_key,
+)
+from toolkit.errors import InvalidRequest
+
+
+def test_local_defaults_to_the_simulator_address() -> None:
+    s = Settings.from_env({})
+    assert s.environment is Environment.LOCAL
+    assert s.base_url == DEFAULT_LOCAL_URL
+    assert s.ws_url == "ws://127.0.0.1:8765"
+
+
+def test_from_env_reads_every_variable() -> None:
+    env = {
+        "TOOLKIT_ENV": "sandbox",
+        "TOOLKIT_BASE_URL": "https://sandbox.example.com/api/",
+        "TOOLKIT_WS_URL": "wss://ws.sandbox.example.com",
+        "TOOLKIT_API_KEY": "key-12345678",
+        "TOOLKIT_API_SECRET": "s3cr3t-value",
+        "TOOLKIT_PROFILE_ID": "P7",
+    }
+    s = Settings.from_env(env)
+    assert s.environment is Environment.SANDBOX
+    assert s.base_url == "https://sandbox.example.com/api"
+    assert s.ws_url == "wss://ws.sandbox.example.com"
+    assert (s.api_key, s.api_secret, s.profile_id) == ("key-12345678", "s3cr3t-value", "P7")
+
+
+@pytest.mark.parametrize("env", ["sandbox", "production", "PRODUCTION"])
+def test_remote_environments_need_urls(env: str) -> None:
+    with pytest.raises(InvalidRequest, match="TOOLKIT_BASE_URL"):
+        Settings.from_env({"TOOLKIT_ENV": env})
+    with pytest.raises(InvalidRequest, match="TOOLKIT_WS_URL"):
+        Settings.from_env({"TOOLKIT_ENV": env, "TOOLKIT_BASE_URL": "https://x.example"})
+
+
+def test_unknown_environment_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="local, sandbox, production"):
+        Settings.from_env({"TOOLKIT_ENV": "staging"})
+
+
+def test_overrides_win_and_unknown_settings_are_refused() -> None:
+    s = Settings.from_env({"TOOLKIT_BASE_URL": "http://a:1"}, base_url="http://b:2", page_size=7)
+    assert s.base_url == "http://b:2" and s.page_size == 7
+    with pytest.raises(InvalidRequest, match="unknown setting"):
+        Settings.from_env({}, page_sise=7)
+
+
+@pytest.mark.parametrize(
+    "url", ["", "127.0.0.1:8765", "ftp://host", "http://", "http://u:pw@host", "http://h/?a=1"]
+)
+def test_bad_base_urls_are_refused(url: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        Settings(base_url=url)
+    assert "pw" not in str(info.value)
+
+
+def test_ws_url_is_derived_from_http_and_https() -> None:
+    assert derive_ws_url("http://h:1/x") == "ws://h:1/x"
+    assert derive_ws_url("https://h") == "wss://h"
+
+
+def test_repr_hides_the_secret_and_most_of_the_key() -> None:
+    s = Settings(base_url="http://h", api_key="abcdefgh-KEY9", api_secret="the-secret-value")
+    text = repr(s)
+    assert "the-secret-value" not in text and "abcdefgh" not in text
+    assert "…KEY9" in text and "<hidden>" in text
+    assert mask_key("demo") == "…"  # a short key shows nothing
+    assert mask_key(None) is None
+
+
+def test_every_assumption_is_a_documented_setting() -> None:
+    doc = Settings.__doc__ or ""
+    assumptions = [
+        "signin_path", "signin_key_field", "signin_secret_field", "token_field",
+        "expires_at_field", "auth_header", "auth_scheme", "fetch_order_param",
+        "page_size", "page_size_max", "cancel_profile_in", "timestamp_unit", "status_case",
+        "active_statuses", "finalized_statuses", "batch_cancel_path",
+    ]  # fmt: skip
+    names = {f.name for f in dataclasses.fields(Settings)}
+    for name in assumptions:
+        assert name in names
+        assert f"``{name}``" in doc
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"concurrency": 0},
+        {"timeout": 0},
+        {"max_retries": -1},
+        {"page_size": 101},
+        {"cancel_profile_in": "header"},
+        {"timestamp_unit": "us"},
+    ],
+)
+def test_invalid_settings_are_refused(changes: dict[str, object]) -> None:
+    with pytest.raises(InvalidRequest):
+        Settings(base_url="http://h", **changes)  # type: ignore[arg-type]

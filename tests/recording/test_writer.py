@@ -1,0 +1,297 @@
+"""Tests of the recording writer: crash recovery (including kill -9 of a recording process
+at random moments), the root's lock, bounded buffering with counted drops, rotation."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit.recording._read import read_recording
+from toolkit.recording._rows import SESSION_CHANNEL, row_from_message, session_row
+from toolkit.recording._wal import Row, encode_row
+from toolkit.recording._writer import RecorderBusy, RecordingWriter, recover
+
+T0 = 1_795_305_600 * 10**9
+
+
+def _tick(seq: int, t: int | None = None) -> Row:
+    msg = {
+        "channel": "watchticker",
+        "message": {"symbol": "BTC/BRL", "bid": "1.5", "ask": "2", "last": "1.7", "timestamp": 1},
+    }
+    return row_from_message(
+        msg, received_at_ns=T0 + seq if t is None else t, connection_id="c1", seq=seq
+    )
+
+
+def _wal_files(root: Path) -> list[Path]:
+    return sorted((root / "_wal").glob("*.wal"))
+
+
+def test_close_converts_everything_and_leaves_no_segment(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path) as writer:
+        for i in range(1, 101):
+            writer.add(_tick(i))
+        writer.flush()
+        writer.add(_tick(101))  # still pending at close: close flushes it too
+    assert _wal_files(tmp_path) == []
+    assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 102))
+    assert writer.stats.messages == 101
+    assert writer.stats.files == 1
+
+
+def test_a_second_writer_on_the_same_root_is_refused(tmp_path: Path) -> None:
+    first = RecordingWriter(tmp_path)
+    first.open()
+    try:
+        with pytest.raises(RecorderBusy, match="another recorder"):
+            RecordingWriter(tmp_path).open()
+    finally:
+        first.close()
+    RecordingWriter(tmp_path).open()  # the lock went with the first writer's close
+
+
+def test_segment_left_by_a_crash_is_recovered_on_open(tmp_path: Path) -> None:
+    crashed = RecordingWriter(tmp_path)
+    crashed.open()
+    for i in range(1, 11):
+        crashed.add(_tick(i))
+    crashed.flush()
+    crashed.add(_tick(11))  # never flushed: lost with the process
+    segment = _wal_files(tmp_path)[0]
+    # the crash tore the record being written
+    with segment.open("ab") as f:
+        f.write(encode_row(_tick(12))[:17])
+    crashed._unlock()  # the dead process's lock goes with it
+
+    writer = RecordingWriter(tmp_path)
+    recovered = writer.open()
+    assert len(recovered) == 1 and writer.stats.recovered == 1
+    assert segment.exists() is False
+    writer.close()
+    assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 11))
+
+
+def test_recovery_twice_does_not_duplicate_rows(tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    writer = RecordingWriter(root)
+    writer.open()
+    for i in range(1, 6):
+        writer.add(_tick(i))
+    writer.flush()
+    segment = _wal_files(root)[0]
+    keep = tmp_path / "copy.wal"
+    shutil.copy(segment, keep)
+    writer._unlock()
+    recover(root)  # converted, segment deleted ...
+    shutil.copy(keep, segment)  # ... but say the crash came before the delete
+    recover(root)
+    assert read_recording(root)["seq"].tolist() == [1, 2, 3, 4, 5]
+
+
+def test_stale_temporaries_are_removed_and_never_read(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path) as writer:
+        writer.add(_tick(1))
+    part_dir = next(tmp_path.glob("channel=watchticker/date=*"))
+    stale = part_dir / ".part-x.parquet.tmp"
+    stale.write_bytes(b"half a parquet file")
+    assert read_recording(tmp_path)["seq"].tolist() == [1]
+    RecordingWriter(tmp_path).open()
+    assert not stale.exists()
+
+
+def test_full_buffer_drops_and_records_the_loss(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path, max_pending_rows=5) as writer:
+        results = [writer.add(_tick(i)) for i in range(1, 9)]
+        assert results == [True] * 5 + [False] * 3
+        assert writer.stats.dropped == 3
+        rows = writer.take()
+        writer.write(rows)
+        assert writer.add(_tick(9))
+    df = read_recording(tmp_path)
+    drops = df[df["channel"] == SESSION_CHANNEL]
+    assert drops["kind"].tolist() == ["dropped"]
+    assert "3 messages dropped" in drops["detail"].iloc[0]
+    assert drops["gap_start"].iloc[0].value == T0 + 6
+    assert drops["gap_end"].iloc[0].value == T0 + 8
+    assert df[df["channel"] == "watchticker"]["seq"].tolist() == [1, 2, 3, 4, 5, 9]
+
+
+def test_pending_bytes_bound_counts_raw_size(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path, max_pending_bytes=1000) as writer:
+        big = row_from_message(
+            {"channel": "watchorders", "message": {"id": "x", "pad": "a" * 600}},
+            received_at_ns=T0,
+            connection_id="c",
+            seq=1,
+        )
+        assert writer.add(big)
+        assert not writer.add(big._replace(seq=2))
+        assert writer.stats.dropped == 1
+
+
+@pytest.mark.parametrize(
+    ("max_rows", "max_bytes", "max_message", "accepted"),
+    [
+        (10_000, 9_000, 100, 100),  # the byte bound: 9,000 // 90
+        (37, 10**9, 100, 37),  # the row bound
+        (10_000, 9_000, 10, 100),  # larger than announced: the largest seen counts
+    ],
+)
+def test_raw_fast_lane_keeps_both_bounds_and_exact_counts(
+    tmp_path: Path, max_rows: int, max_bytes: int, max_message: int, accepted: int
+) -> None:
+    text = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","pad":"' + "a" * 25 + '"}}'
+    assert len(text) == 90
+    with RecordingWriter(
+        tmp_path,
+        max_pending_rows=max_rows,
+        max_pending_bytes=max_bytes,
+        max_message_bytes=max_message,
+    ) as writer:
+        results = []
+        for seq in range(1, 301):
+            results.append(writer.add_raw(text, T0 + seq, "c1", seq))
+            # counts are exact at every moment, though the fast lane counts in bulk
+            assert writer.stats.messages == min(seq, accepted)
+            assert writer.stats.dropped == max(0, seq - accepted)
+        assert results == [True] * accepted + [False] * (300 - accepted)
+        assert writer.stats.bytes == 90 * accepted
+        rows, raw = writer.take_pending()
+        assert len(raw) == accepted
+        writer.append_pending((rows, raw))
+        assert writer.add_raw(text, T0 + 400, "c1", 400)  # room again after the flush
+    df = read_recording(tmp_path)
+    assert df[df["channel"] == "watchticker"]["seq"].tolist() == [*range(1, accepted + 1), 400]
+    dropped = df[df["channel"] == SESSION_CHANNEL]
+    assert dropped["kind"].tolist() == ["dropped"]
+    assert f"{300 - accepted} messages dropped" in dropped["detail"].iloc[0]
+
+
+def test_rotation_by_size_and_by_time(tmp_path: Path) -> None:
+    writer = RecordingWriter(tmp_path, rotate_bytes=2000, rotate_interval=3600)
+    writer.open()
+    writer.add(_tick(1))
+    writer.flush()
+    assert not writer.rotation_due()
+    for i in range(2, 30):
+        writer.add(_tick(i))
+    writer.flush()
+    assert writer.rotation_due()
+    files = writer.rotate()
+    assert len(files) == 1 and pq.read_table(files[0]).num_rows == 29
+    assert len(_wal_files(tmp_path)) == 1  # a fresh segment
+    writer.rotate_interval = 0.0
+    assert writer.rotation_due()
+    writer.close()
+    assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 30))
+
+
+def test_session_rows_count_gaps(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path) as writer:
+        writer.add(
+            session_row("gap", received_at_ns=T0, gap_start_ns=T0 - 5, gap_end_ns=T0, detail="x")
+        )
+        writer.add(session_row("connected", received_at_ns=T0 + 1))
+    assert writer.stats.gaps == 1 and writer.stats.session_rows == 2
+    assert writer.stats.messages == 0
+
+
+# ------------------------------------------------------------ kill -9 at random moments
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from toolkit.recording._rows import row_from_message
+    from toolkit.recording._writer import RecordingWriter
+
+    root, flush_s = sys.argv[1], float(sys.argv[2])
+    writer = RecordingWriter(root, rotate_interval=0.15, rotate_bytes=60_000)
+    writer.open()
+    print("ready", flush=True)
+    seq = 0
+    next_flush = time.monotonic() + flush_s
+    while True:
+        seq += 1
+        msg = {"channel": "watchorders",
+               "message": {"id": f"o-{seq}", "status": "closed", "updatedAt": seq}}
+        writer.add(row_from_message(msg, received_at_ns=time.time_ns(),
+                                    connection_id="k", seq=seq))
+        if seq % 20 == 0:
+            time.sleep(0.0005)
+        if time.monotonic() >= next_flush:
+            writer.flush()
+            print(f"durable {seq} {time.time_ns()}", flush=True)
+            if writer.rotation_due():
+                writer.rotate()
+            next_flush = time.monotonic() + flush_s
+    """
+)
+
+
+def test_kill_9_at_random_moments_loses_at_most_the_last_flush(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    root = tmp_path / "rec"
+    rng = random.Random(20261122)
+    flush_s = 0.05
+    last_durable = 0
+    for trial in range(10):
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(root), str(flush_s)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None
+        try:
+            assert child.stdout.readline().strip() == "ready"
+            # recovery of the previous trial's leftovers happened in open(): its rows
+            # are in Parquet before this child writes anything
+            if trial:
+                assert read_recording(root)["seq"].max() >= last_durable
+            wanted = rng.randint(1, 6)
+            reported: list[int] = []
+            while len(reported) < wanted:
+                line = child.stdout.readline()
+                assert line, "child died"
+                reported.append(int(line.split()[1]))
+            # land anywhere inside the next flush interval (mid-write, mid-rotation ...)
+            deadline = time.monotonic() + rng.uniform(0, flush_s)
+            while time.monotonic() < deadline:
+                pass
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+            # what the child reported after the signal was sent also counts
+            for line in child.stdout:
+                reported.append(int(line.split()[1]))
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        last_durable = reported[-1]
+        # every file on disk is complete at any moment, even right after the kill
+        for path in root.rglob("*.parquet"):
+            pq.read_table(path)
+        # recovery: a new writer converts the dead one's segments
+        writer = RecordingWriter(root)
+        writer.open()
+        writer.close()
+        assert _wal_files(root) == []
+        assert list(root.rglob("*.tmp")) == []
+        df = read_recording(root, "watchorders")
+        seqs = df[df["connection_id"] == "k"]["seq"]
+        # each trial restarts seq at 1: this trial's rows are the last run of 1..n
+        starts = [i for i, s in enumerate(seqs) if s == 1]
+        assert len(starts) == trial + 1
+        this_run = seqs.iloc[starts[-1] :].tolist()
+        assert this_run == list(range(1, len(this_run) + 1)), "a hole in recovered data"
+        assert this_run[-1] >= last_durable, (trial, this_run[-1], last_durable)

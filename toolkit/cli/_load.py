@@ -1,0 +1,137 @@
+"""``toolkit load``: load the account's orders into DataFrames and write them as Parquet or
+CSV files, configured from the environment like ``Client.from_env()``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from toolkit.errors import InvalidRequest, ToolkitError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "load",
+        help="load orders into Parquet/CSV files",
+        description="Load the account's limit orders (or the orders named in --ids-file, "
+        "or every order seen in a recording with --ids-from) "
+        "with fetchOrder and write orders, trades, fees, evaluated_tickers and fills. "
+        "Configured by TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET "
+        "(options below win).",
+    )
+    parser.add_argument(
+        "--status",
+        action="append",
+        help="status filter: one of the nine statuses, ACTIVE or FINALIZED, or a comma "
+        "list; repeatable (default: all nine)",
+    )
+    parser.add_argument("--since", help="createdAt on or after (ISO date/datetime, UTC)")
+    parser.add_argument("--until", help="createdAt before (ISO date/datetime, UTC)")
+    parser.add_argument("--symbol", action="append", dest="symbols", help="BASE/QUOTE; repeatable")
+    parser.add_argument("--ids-file", type=Path, help="file with one order id per line")
+    parser.add_argument(
+        "--ids-from",
+        type=Path,
+        metavar="ROOT",
+        help="a recording (toolkit record --out ROOT): load every order id seen in it",
+    )
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        help="file of KEY=VALUE lines (variables already set in the environment win)",
+    )
+    parser.add_argument("--env", choices=("local", "sandbox", "production"), help="TOOLKIT_ENV")
+    parser.add_argument("--base-url", help="REST base address (TOOLKIT_BASE_URL)")
+    parser.add_argument("--api-key", help="API key (TOOLKIT_API_KEY); the secret only via env")
+    parser.add_argument("--profile-id", help="profile id (TOOLKIT_PROFILE_ID)")
+    parser.add_argument("--concurrency", type=int, help="requests in flight (default 16)")
+    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    parser.add_argument("--exact", action="store_true", help="exact decimals (decimal128)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        text = text.removeprefix("export ").strip()
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            # the line may hold a secret: name the line, never print it
+            raise InvalidRequest(f"{path}:{number}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def read_ids_file(path: Path) -> list[str]:
+    return [
+        line.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    from toolkit.client._client import Client
+
+    env: dict[str, str] = {}
+    try:
+        if args.env_file is not None:
+            env.update(read_env_file(args.env_file))
+        env.update(os.environ if environ is None else environ)
+        options: dict[str, object] = {}
+        if args.env:
+            options["environment"] = args.env
+        if args.base_url:
+            options["base_url"] = args.base_url
+        if args.api_key:
+            options["api_key"] = args.api_key
+        if args.profile_id:
+            options["profile_id"] = args.profile_id
+        if args.concurrency:
+            options["concurrency"] = args.concurrency
+        status = ",".join(args.status) if args.status else None
+        ids = read_ids_file(args.ids_file) if args.ids_file is not None else None
+        if args.ids_from is not None:
+            from toolkit.recording._read import order_ids_in_recording
+
+            if not args.ids_from.is_dir():
+                raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
+            ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
+        started = time.perf_counter()
+        with Client.from_env(env, **options) as client:
+            frames = client.load_orders(
+                status=status,
+                since=args.since,
+                until=args.until,
+                symbols=args.symbols,
+                ids=ids,
+                exact=args.exact,
+                progress=not args.no_progress,
+            )
+            source = client.settings.base_url
+        elapsed = time.perf_counter() - started
+        writer = frames.to_parquet if args.format == "parquet" else frames.to_csv
+        writer(args.out)
+    except (ToolkitError, OSError) as exc:
+        print(f"toolkit load: error: {exc}", file=sys.stderr)
+        return 2
+    missing = f", {len(frames.missing)} missing" if frames.missing else ""
+    print(
+        f"loaded {len(frames.orders)} orders ({len(frames.trades)} trades, "
+        f"{len(frames.fills)} fills{missing}) from {source} in {elapsed:.1f}s "
+        f"-> {args.out} ({args.format})"
+    )
+    return 0

@@ -1,0 +1,98 @@
+"""``toolkit report``: the execution-quality report of an order export (what
+``OrderFrames.to_parquet`` wrote), optionally with a ticker recording, as one HTML file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FRAME_FILES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
+
+
+@dataclass(frozen=True)
+class _ParquetFrames:
+    orders: Any
+    trades: Any
+    evaluated_tickers: Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` subcommand to the ``toolkit`` parser."""
+    p = subparsers.add_parser(
+        "report",
+        help="execution-quality report of exported orders, as one HTML file",
+        description="Read an order export (orders.parquet, trades.parquet, "
+        "evaluated_tickers.parquet, ... as OrderFrames.to_parquet writes them) and write the "
+        "execution-quality report as one self-contained HTML file.",
+    )
+    p.add_argument("--orders", required=True, metavar="DIR", help="directory of the export")
+    p.add_argument(
+        "--market",
+        metavar="ROOT",
+        help="root of a recording with the watchticker channel (enables arrival slippage "
+        "and markouts)",
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument(
+        "--tables",
+        metavar="DIR",
+        help="also write every metric table to DIR/<name>.parquet",
+    )
+    p.add_argument(
+        "--max-quote-age",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="older tickers are not used as the price at a moment (default 60)",
+    )
+    p.set_defaults(func=run)
+
+
+def load_frames(directory: Path) -> Any:
+    """The export as ``OrderFrames`` when complete; else the frames present, read directly."""
+    missing = [n for n in FRAME_FILES if not (directory / f"{n}.parquet").is_file()]
+    if "orders" in missing:
+        raise FileNotFoundError(f"no orders.parquet in {directory}")
+    if not missing:
+        from toolkit.frames._frames import OrderFrames
+
+        return OrderFrames.read_parquet(directory)
+    import pandas as pd
+
+    def read(name: str) -> pd.DataFrame:
+        path = directory / f"{name}.parquet"
+        return pd.read_parquet(path) if path.is_file() else pd.DataFrame()
+
+    return _ParquetFrames(read("orders"), read("trades"), read("evaluated_tickers"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolkit.report import execution_report
+
+    orders_dir = Path(args.orders)
+    if not orders_dir.is_dir():
+        print(f"toolkit report: {orders_dir} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        frames = load_frames(orders_dir)
+    except FileNotFoundError as exc:
+        print(f"toolkit report: {exc}", file=sys.stderr)
+        return 2
+    market = None
+    if args.market:
+        if not Path(args.market).is_dir():
+            print(f"toolkit report: {args.market} is not a directory", file=sys.stderr)
+            return 2
+        from toolkit.recording._read import read_recording
+
+        market = read_recording(args.market, channel="watchticker")
+    report = execution_report(frames, market, max_quote_age=args.max_quote_age)
+    out = Path(args.out)
+    report.to_html(out)
+    print(f"report: {out}  ({report.describe()})")
+    if args.tables:
+        print(f"tables: {report.to_parquet(args.tables)}")
+    return 0

@@ -1,0 +1,124 @@
+"""What a cancel request achieved (spec 4.3): accepted, deferred while the order executes,
+already final, already cancelling; decided from the order's state, never from a 409 body."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from toolkit.protocol import FINALIZED, TERMINAL, canonical_status, to_epoch_ms
+
+
+class CancelOutcome(StrEnum):
+    """The four meanings a cancel can have (spec 4.3), plus an order that is not there."""
+
+    #: the order was OPEN and is now CANCELLING; CANCELLED follows asynchronously
+    ACCEPTED = "accepted"
+    #: 409 while TRIGGERED/PROCESSING: the service recorded the request and honours it if
+    #: the order returns to OPEN. Do not resend; follow the order.
+    DEFERRED = "deferred"
+    #: 409 on a finalized order: nothing recorded, nothing left to cancel
+    ALREADY_FINAL = "already_final"
+    #: 409 on an order already CANCELLING
+    ALREADY_CANCELLING = "already_cancelling"
+    #: batch cancel only: the order is not in that profile of the account
+    NOT_FOUND = "not_found"
+
+
+_DESCRIPTIONS = {
+    CancelOutcome.ACCEPTED: "cancel accepted; the order is CANCELLING and will not execute",
+    CancelOutcome.DEFERRED: (
+        "cancel recorded while the order executes; honoured if it returns to OPEN "
+        "(do not resend, follow the order)"
+    ),
+    CancelOutcome.ALREADY_FINAL: "nothing to cancel: the order is already final",
+    CancelOutcome.ALREADY_CANCELLING: "cancel already requested; the order is CANCELLING",
+    CancelOutcome.NOT_FOUND: "no such order in this profile of the account",
+}
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    """The result of cancelling one order.
+
+    ``status`` is the order's canonical status as last seen (after the 409, read with
+    fetchOrder), ``order`` the body that told us (the 202 acceptance or the fetched order),
+    ``cancel_requested_at`` the service's acceptance moment (ACCEPTED only).
+    """
+
+    order_id: str
+    outcome: CancelOutcome
+    status: str | None
+    http_status: int | None = None
+    cancel_requested_at: datetime | None = None
+    order: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome is CancelOutcome.ACCEPTED
+
+    @property
+    def should_resend(self) -> bool:
+        """Always False: every outcome either succeeded, is recorded by the service, or
+        has nothing left to cancel. Resending a 409 is never the answer (spec 4.3)."""
+        return False
+
+    def __str__(self) -> str:
+        status = f" [{self.status}]" if self.status else ""
+        return f"order {self.order_id}: {self.outcome.value}{status}: {_DESCRIPTIONS[self.outcome]}"
+
+
+def accepted(order_id: str, body: Mapping[str, Any], http_status: int | None) -> CancelResult:
+    """The result of a 2xx cancel (or an accepted item of a batch)."""
+    ms = to_epoch_ms(body.get("cancelRequestedAt"))
+    raw_status = body.get("status")
+    return CancelResult(
+        order_id=order_id,
+        outcome=CancelOutcome.ACCEPTED,
+        status=canonical_status(raw_status) if isinstance(raw_status, str) else "CANCELLING",
+        http_status=http_status,
+        cancel_requested_at=datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None,
+        order=dict(body),
+    )
+
+
+def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOutcome:
+    """Meaning of a refused cancel given the order's current state (read after the 409);
+    ``finalized`` is the FINALIZED membership (a setting).
+
+    OPEN means the order was executing and re-armed since: the recorded request is being
+    honoured, so it counts as deferred too.
+    """
+    canonical = canonical_status(status)
+    if canonical == "CANCELLING":
+        return CancelOutcome.ALREADY_CANCELLING
+    if canonical in finalized or canonical in TERMINAL:
+        return CancelOutcome.ALREADY_FINAL
+    return CancelOutcome.DEFERRED
+
+
+def refused(
+    order_id: str,
+    order: Mapping[str, Any],
+    http_status: int | None,
+    finalized: Set[str] = FINALIZED,
+) -> CancelResult:
+    """The result of a 409 (or a refused batch item), from the order fetched after it."""
+    raw_status = order.get("status")
+    status = canonical_status(raw_status) if isinstance(raw_status, str) else None
+    return CancelResult(
+        order_id=order_id,
+        outcome=outcome_from_state(status or "", finalized),
+        status=status,
+        http_status=http_status,
+        order=dict(order),
+    )
+
+
+def not_found(order_id: str, http_status: int | None) -> CancelResult:
+    return CancelResult(
+        order_id=order_id, outcome=CancelOutcome.NOT_FOUND, status=None, http_status=http_status
+    )

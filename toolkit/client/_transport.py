@@ -1,0 +1,326 @@
+"""The async REST layer: one httpx connection pool per event loop, bounded concurrency,
+timeouts, retries with backoff, and the one place where httpx errors become ours."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import httpx
+
+from toolkit.client._settings import Settings
+from toolkit.errors import (
+    AuthenticationError,
+    BadRequest,
+    Conflict,
+    InvalidResponse,
+    OrderNotFound,
+    PermissionDenied,
+    RateLimited,
+    RouteNotActive,
+    ServiceError,
+    ServiceUnavailable,
+    ToolkitError,
+    TransportError,
+    redact_url,
+    scrub,
+)
+
+logger = logging.getLogger("toolkit.rest")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class Route(StrEnum):
+    """Which route a request goes to: a 404 means something different on each."""
+
+    SIGNIN = "signin"
+    FETCH_ORDER = "fetchOrder"
+    LIST_LIMIT = "list limit orders"
+    CREATE_LIMIT = "create limit order"
+    CANCEL_LIMIT = "cancel limit order"
+    BATCH_CANCEL = "batch cancel limit orders"
+    OTHER = "other"
+
+
+#: routes published ahead of activation (spec 9): 404 on them means "not active here"
+LIMIT_ROUTES = frozenset({Route.LIST_LIMIT, Route.CREATE_LIMIT, Route.BATCH_CANCEL})
+
+NOT_ACTIVE_MESSAGE = (
+    "{method} {path} answered 404: the limit-order route is published but not active in "
+    "this environment (it activates first in sandbox, then in production)"
+)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One failed attempt, as the retry policy sees it."""
+
+    method: str
+    idempotent: bool
+    number: int  # 0 for the first try
+    status: int | None  # None when the network failed
+    error: Exception | None
+
+
+def default_retry_policy(attempt: Attempt) -> bool:
+    """Retry 429 always (a rate limiter refuses before any processing), 503 and network
+    failures only on idempotent requests; never 400/401/404/409 or other statuses."""
+    if attempt.status == 429:
+        return True
+    if not attempt.idempotent:
+        return False
+    if attempt.status == 503:
+        return True
+    return attempt.status is None and isinstance(attempt.error, httpx.TransportError)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+@dataclass
+class _Pool:
+    client: httpx.AsyncClient
+    semaphore: asyncio.Semaphore
+
+
+class AsyncRest:
+    """Sends requests for the client; everything network-shaped that can go wrong comes
+    out of :meth:`request` as a :class:`~toolkit.errors.ToolkitError`.
+
+    One ``httpx.AsyncClient`` (connection pool) per event loop that uses it, because a
+    pool cannot cross loops (a sync twin runs on a private loop thread, a notebook on
+    the kernel's). At most ``settings.concurrency`` requests are in flight per pool;
+    a request waiting for a retry does not hold a slot. ``sleep`` and ``rng`` are
+    injectable so retry tests need no real waiting.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        auth: httpx.Auth | None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        event_hooks: Mapping[str, list[Callable[..., Any]]] | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+        retry_policy: Callable[[Attempt], bool] = default_retry_policy,
+        secrets: Callable[[], Iterable[str | None]] = tuple,
+    ) -> None:
+        self.settings = settings
+        self.auth = auth
+        self._transport = transport
+        self._event_hooks = {k: list(v) for k, v in (event_hooks or {}).items()}
+        self._sleep = sleep
+        self._rng = rng
+        self._retry_policy = retry_policy
+        self._secrets = secrets
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]
+        self._pools = weakref.WeakKeyDictionary()
+        #: requests sent, retries made (diagnostics, benchmarks)
+        self.sent = 0
+        self.retries = 0
+
+    def _pool(self) -> _Pool:
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            limits = httpx.Limits(
+                max_connections=self.settings.concurrency,
+                max_keepalive_connections=self.settings.concurrency,
+            )
+            client = httpx.AsyncClient(
+                auth=self.auth,
+                timeout=httpx.Timeout(self.settings.timeout),
+                limits=limits,
+                transport=self._transport,
+                event_hooks=self._event_hooks,
+                headers={"User-Agent": "toolkit/0.1"},
+                verify=True,
+            )
+            pool = self._pools[loop] = _Pool(client, asyncio.Semaphore(self.settings.concurrency))
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the pool of the running loop (others close with their loop)."""
+        loop = asyncio.get_running_loop()
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.client.aclose()
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: between half and all of base * 2**attempt."""
+        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
+        return cap * (0.5 + 0.5 * self._rng())
+
+    async def send_unauthenticated(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` as is, without the auth (used to sign in outside a request)."""
+        pool = self._pool()
+        try:
+            async with pool.semaphore:
+                self.sent += 1
+                response = await pool.client.send(request, auth=None)
+                await response.aread()
+                return response
+        except httpx.HTTPError as exc:
+            raise TransportError(
+                f"network error: {type(exc).__name__}", method=request.method, url=request.url
+            ) from exc
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        route: Route,
+        params: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        idempotent: bool | None = None,
+    ) -> httpx.Response:
+        """Send one request with retries; return the 2xx response or raise."""
+        if idempotent is None:
+            idempotent = method in ("GET", "HEAD", "OPTIONS")
+        url = self.settings.base_url + path
+        pool = self._pool()
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                async with pool.semaphore:
+                    self.sent += 1
+                    response = await pool.client.request(method, url, params=params, json=json_body)
+            except ToolkitError:
+                raise  # from the auth flow: already ours
+            except httpx.HTTPError as exc:
+                failure = Attempt(method, idempotent, attempt, None, exc)
+                if attempt < self.settings.max_retries and self._retry_policy(failure):
+                    delay = self.backoff(attempt)
+                    logger.debug(
+                        "%s %s failed (%s); retry %d in %.2fs",
+                        method, redact_url(url), type(exc).__name__, attempt + 1, delay,
+                    )  # fmt: skip
+                    await self._retry_wait(delay)
+                    attempt += 1
+                    continue
+                raise TransportError(
+                    f"network error after {attempt + 1} attempt(s): {type(exc).__name__}",
+                    method=method,
+                    url=url,
+                ) from exc
+            elapsed = time.perf_counter() - started
+            status = response.status_code
+            logger.debug(
+                "%s %s -> %d in %.3fs", method, redact_url(response.request.url), status, elapsed
+            )
+            if response.is_success:
+                return response
+            failure = Attempt(method, idempotent, attempt, status, None)
+            if attempt < self.settings.max_retries and self._retry_policy(failure):
+                delay = self.backoff(attempt)
+                if status == 429:
+                    hinted = parse_retry_after(response.headers.get("Retry-After"))
+                    if hinted is not None:
+                        if hinted > self.settings.retry_after_max_s:
+                            raise self.error(response, route, retries=attempt)
+                        delay = hinted
+                logger.debug(
+                    "%s %s -> %d; retry %d in %.2fs",
+                    method, redact_url(url), status, attempt + 1, delay,
+                )  # fmt: skip
+                await self._retry_wait(delay)
+                attempt += 1
+                continue
+            raise self.error(response, route, retries=attempt)
+
+    async def _retry_wait(self, delay: float) -> None:
+        self.retries += 1
+        await self._sleep(delay)
+
+    def error(self, response: httpx.Response, route: Route, retries: int = 0) -> ServiceError:
+        """The exception for a non-2xx ``response`` on ``route``."""
+        request = response.request
+        method = request.method
+        status = response.status_code
+        body = scrub(response.text, self._secrets())
+        kwargs: dict[str, Any] = {
+            "method": method,
+            "url": request.url,
+            "status": status,
+            "body": body,
+        }
+        detail = _message_of(body)
+        suffix = f": {detail}" if detail else ""
+        tried = f" after {retries} retries" if retries else ""
+        if status == 404 and route in LIMIT_ROUTES:
+            return RouteNotActive(
+                NOT_ACTIVE_MESSAGE.format(method=method, path=request.url.path), **kwargs
+            )
+        if status == 404:
+            return OrderNotFound(f"{route.value}: order not found{suffix}", **kwargs)
+        if status == 400:
+            return BadRequest(f"{route.value}: the service refused the input{suffix}", **kwargs)
+        if status == 401:
+            why = (
+                "no credentials: give api_key/api_secret or auth="
+                if self.auth is None
+                else "the token was refused, also after a fresh sign-in"
+            )
+            return AuthenticationError(f"{route.value}: not authenticated ({why})", **kwargs)
+        if status == 403:
+            return PermissionDenied(f"{route.value}: permission denied{suffix}", **kwargs)
+        if status == 409:
+            return Conflict(f"{route.value}: conflict{suffix}", **kwargs)
+        if status == 429:
+            exc = RateLimited(f"{route.value}: rate limited{tried}", **kwargs)
+            exc.retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            return exc
+        if status >= 500:
+            return ServiceUnavailable(
+                f"{route.value}: service unavailable ({status}){tried}", **kwargs
+            )
+        return ServiceError(f"{route.value}: unexpected status {status}{suffix}", **kwargs)
+
+
+def decode_json(response: httpx.Response) -> Any:
+    """The JSON body of a success response, or InvalidResponse."""
+    try:
+        return json.loads(response.content)
+    except ValueError as exc:
+        raise InvalidResponse(
+            "response body is not JSON",
+            method=response.request.method,
+            url=response.request.url,
+            status=response.status_code,
+        ) from exc
+
+
+def _message_of(body: str) -> str:
+    """The ``message`` of an error body, for the exception text only (never for meaning)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return ""
+    message = payload.get("message") if isinstance(payload, dict) else None
+    return str(message)[:200] if message else ""

@@ -1,0 +1,182 @@
+"""The offline end-to-end demo behind ``toolkit demo`` and ``make demo``: simulator,
+activity through the toolkit itself, a recording, loaded frames, exports and the report."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: what the recorder captures during the demo
+DEMO_CHANNELS = ("watchOrders", "watchTicker:BTC/BRL", "watchTickers", "watchBalance")
+
+
+@dataclass
+class DemoResult:
+    """Where the demo put everything, and what it did."""
+
+    out: Path
+    recording: Path
+    parquet: dict[str, Path]
+    csv: dict[str, Path]
+    report_html: Path
+    report_tables: Path
+    orders: int
+    fills: int
+    recorded_messages: int
+    created: list[str] = field(default_factory=list)
+    cancel_outcomes: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        lines = [
+            f"demo finished in {self.seconds:.1f} s; everything is under {self.out}",
+            f"  orders loaded       {self.orders} ({self.fills} fills)",
+            f"  limit orders made   {len(self.created)}; cancels: "
+            + ", ".join(f"{oid}={outcome}" for oid, outcome in self.cancel_outcomes.items()),
+            f"  recording           {self.recording} ({self.recorded_messages} messages)",
+            f"  exports (Parquet)   {self.parquet['fills'].parent}",
+            f"  exports (CSV)       {self.csv['fills'].parent}",
+            f"  report              {self.report_html}",
+            f"  report tables       {self.report_tables}",
+        ]
+        return "\n".join(lines)
+
+
+async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes (the demo has no events
+    for "the recorder has subscribed" other than its counters)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def _live_prices(client: Any) -> dict[str, float]:
+    """The last price of every pair, from the first watchTickers message."""
+    from toolkit.stream._events import TickersEvent
+
+    async with client.stream() as session:
+        await session.subscribe("watchTickers")
+        async for event in session:
+            if isinstance(event, TickersEvent):
+                return {t.symbol: t.last for t in event.tickers}
+    raise RuntimeError("the ticker stream ended before the first prices")
+
+
+async def arun_demo(
+    out: str | Path,
+    *,
+    seed: int = 7,
+    record_seconds: float = 8.0,
+    history_orders: int = 2000,
+    log: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the whole demo into ``out``; see the module docstring."""
+    from toolkit.recording._read import read_recording
+    from toolkit.recording._recorder import Recorder
+    from toolkit.report import execution_report
+    from toolkit.sim import Simulator
+
+    started = time.monotonic()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    recording = out / "recording"
+    sim = Simulator(
+        seed=seed,
+        history_orders=history_orders,
+        engine=True,
+        tick_interval_s=0.25,
+        order_interval_s=0.8,
+    )
+    await asyncio.to_thread(sim.start)
+    try:
+        log(f"simulator: REST {sim.base_url}  WebSocket {sim.ws_url}")
+        control = sim.control
+        async with sim.client() as client:
+            rec = Recorder(client, recording, channels=DEMO_CHANNELS, flush_interval=0.5)
+            rec.start()
+            await _wait_for(lambda: rec.stats.messages > 0, timeout=10)
+            log(f"recording {', '.join(DEMO_CHANNELS)} to {recording}")
+
+            # activity through the toolkit itself: limit orders around the live prices
+            prices = await _live_prices(client)
+            btc, eth, sol = prices["BTC/BRL"], prices["ETH/BRL"], prices["SOL/BRL"]
+            plan: list[tuple[str, str, float, str]] = [
+                ("BTC/BRL", "buy", btc * 0.995, "0.002"),  # triggers when the price dips
+                ("BTC/BRL", "sell", btc * 1.005, "0.002"),  # triggers when the price rises
+                ("BTC/BRL", "buy", btc * 0.8, "0.001"),  # far away: cancelled below
+                ("ETH/BRL", "buy", eth * 0.7, "0.05"),  # far away: cancelled in a batch
+                ("SOL/BRL", "sell", sol * 1.5, "1"),  # far away: cancelled in a batch
+                ("BTC/BRL", "buy", btc * 0.7, "0.001"),  # stays OPEN
+            ]
+            created: list[str] = []
+            for symbol, side, price, amount in plan:
+                order = await client.acreate_limit_order(
+                    symbol, side, f"{price:.2f}", amount=amount
+                )
+                created.append(order["id"])
+            log(f"created {len(created)} limit orders: {', '.join(created)}")
+
+            outcomes: dict[str, str] = {}
+            single = await client.acancel_limit_order(created[2], reason="demo: too far")
+            outcomes[single.order_id] = single.outcome.value
+            for result in await client.acancel_limit_orders(created[3:5], reason="demo batch"):
+                outcomes[result.order_id] = result.outcome.value
+            log("cancels: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+
+            for symbol, side, amount in (
+                ("BTC/BRL", "buy", "0.01"),
+                ("ETH/BRL", "sell", "0.5"),
+                ("SOL/BRL", "buy", "3"),
+                ("USDT/BRL", "buy", "500"),
+            ):
+                await asyncio.to_thread(
+                    control.market_order, symbol=symbol, side=side, amount=amount
+                )
+            await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 0.99, 2))
+            await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 1.01, 2))
+            log(f"placed market orders and moved prices; recording for {record_seconds:.0f} s")
+            await asyncio.sleep(record_seconds)
+            stats = await rec.stop()
+            log(f"recorded {stats.messages} messages in {stats.files} files")
+
+            ids = await asyncio.to_thread(control.order_ids, "A1")
+            frames = await client.aload_orders(ids=ids, progress=False)
+        log(f"loaded {len(frames.orders)} orders, {len(frames.fills)} fills")
+
+        parquet = frames.to_parquet(out / "exports" / "parquet")
+        csv = frames.to_csv(out / "exports" / "csv")
+        market = read_recording(recording, channel="watchticker")
+        report = execution_report(frames, market)
+        report_html = out / "report.html"
+        report.to_html(report_html)
+        report_tables = out / "report_tables"
+        report.to_parquet(report_tables)
+    finally:
+        await asyncio.to_thread(sim.stop)
+
+    return DemoResult(
+        out=out,
+        recording=recording,
+        parquet={k: Path(v) for k, v in parquet.items()},
+        csv={k: Path(v) for k, v in csv.items()},
+        report_html=report_html,
+        report_tables=report_tables,
+        orders=len(frames.orders),
+        fills=len(frames.fills),
+        recorded_messages=stats.messages,
+        created=created,
+        cancel_outcomes=outcomes,
+        seconds=time.monotonic() - started,
+    )
+
+
+def run_demo(out: str | Path, **options: Any) -> DemoResult:
+    """Synchronous :func:`arun_demo` for scripts and the command line."""
+    return asyncio.run(arun_demo(out, **options))

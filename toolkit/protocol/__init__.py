@@ -1,0 +1,54 @@
+"""Sans-I/O rules of the service shared by every side: statuses and their case, input
+validation, timestamps. Imports only ``toolkit.errors``; no I/O, no heavy libraries."""
+
+from __future__ import annotations
+
+from toolkit.protocol._statuses import (
+    ACTIVE,
+    ALL_LIMIT_STATUSES,
+    FINALIZED,
+    TERMINAL,
+    VALID_STATUS_VALUES,
+    LimitStatus,
+    MarketStatus,
+    StatusShortcut,
+    canonical_status,
+    is_terminal,
+)
+from toolkit.protocol._time import to_epoch_ms
+from toolkit.protocol._validation import (
+    MAX_ORDER_ID_LENGTH,
+    order_id_path_segment,
+    validate_decimal,
+    validate_limit,
+    validate_order_id,
+    validate_order_ids,
+    validate_profile_id,
+    validate_side,
+    validate_status_filter,
+    validate_symbol,
+)
+
+__all__ = [
+    "ACTIVE",
+    "ALL_LIMIT_STATUSES",
+    "FINALIZED",
+    "MAX_ORDER_ID_LENGTH",
+    "TERMINAL",
+    "VALID_STATUS_VALUES",
+    "LimitStatus",
+    "MarketStatus",
+    "StatusShortcut",
+    "canonical_status",
+    "is_terminal",
+    "order_id_path_segment",
+    "to_epoch_ms",
+    "validate_decimal",
+    "validate_limit",
+    "validate_order_id",
+    "validate_order_ids",
+    "validate_profile_id",
+    "validate_side",
+    "validate_status_filter",
+    "validate_symbol",
+]

@@ -1,0 +1,307 @@
+"""The rows of a recording: its one Arrow schema, its Hive partitions, and the row
+extracted from a data message, a raw text, a typed event or a session happening.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit.recording._wal import Row
+from toolkit.stream._events import OrderEvent, TickerEvent
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+
+SESSION_CHANNEL = "_session"
+#: column names of every Parquet file, in order. One schema for every channel (columns a
+#: channel does not use stay null) so any reader can scan the whole dataset at once.
+COLUMNS: tuple[str, ...] = (
+    "received_at",
+    "connection_id",
+    "seq",
+    "channel",
+    "symbol",
+    "order_id",
+    "status",
+    "updated_at",
+    "bid",
+    "ask",
+    "last",
+    "kind",
+    "detail",
+    "gap_start",
+    "gap_end",
+    "raw",
+)
+
+NS_PER_DAY = 86_400 * 1_000_000_000
+_SAFE_PARTITION = re.compile(r"[^a-z0-9_\-]")
+
+
+def recording_schema() -> pa.Schema:
+    """The Arrow schema of every file of a recording."""
+    import pyarrow as pa
+
+    ts_ns = pa.timestamp("ns", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("received_at", ts_ns, nullable=False),
+            pa.field("connection_id", pa.string()),
+            pa.field("seq", pa.int64()),
+            pa.field("channel", pa.string()),
+            pa.field("symbol", pa.string()),
+            pa.field("order_id", pa.string()),
+            pa.field("status", pa.string()),
+            pa.field("updated_at", pa.timestamp("ms", tz="UTC")),
+            pa.field("bid", pa.float64()),
+            pa.field("ask", pa.float64()),
+            pa.field("last", pa.float64()),
+            pa.field("kind", pa.string()),
+            pa.field("detail", pa.string()),
+            pa.field("gap_start", ts_ns),
+            pa.field("gap_end", ts_ns),
+            pa.field("raw", pa.string()),
+        ]
+    )
+
+
+def partition_value(channel: str) -> str:
+    """The directory-safe form of a channel name: a name sent by the server can never
+    climb out of ``ROOT`` (``/``, ``..`` and the like are percent-encoded)."""
+    name = channel.lower()
+    if name == SESSION_CHANNEL:
+        return name
+    return _SAFE_PARTITION.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
+def partition_dir(root: str | os.PathLike[str], channel: str, date: str) -> Path:
+    """``ROOT/channel=<name>/date=<YYYY-MM-DD>``."""
+    return Path(root) / f"channel={partition_value(channel)}" / f"date={date}"
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+def _ms(value: Any) -> int | None:
+    """Unix milliseconds of a timestamp field (seconds are detected by magnitude)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if number != number or abs(number) > 1e16:  # NaN or absurd: not a timestamp
+        return None
+    return int(number * 1000) if abs(number) < 1e11 else int(number)
+
+
+def _num(value: Any) -> float | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def row_from_message(
+    raw: Mapping[str, Any],
+    *,
+    received_at_ns: int,
+    connection_id: str,
+    seq: int,
+    raw_text: str | None = None,
+) -> Row:
+    """The row of one data message ``{"channel", "message"}`` with its extracted columns.
+
+    Extraction never fails: a field of an unexpected type becomes null, and the whole
+    message is always kept in ``raw`` (new fields of the service stay there).
+    """
+    channel = str(raw.get("channel", "")).lower()
+    message = raw.get("message")
+    text = raw_text if raw_text is not None else _dumps(raw)
+    symbol = order_id = status = None
+    updated = None
+    bid = ask = last = None
+    if isinstance(message, Mapping):
+        if channel == "watchorders":
+            symbol = _str(message.get("symbol"))
+            order_id = _str(message.get("id"))
+            status = _str(message.get("status"))
+            updated = _ms(message.get("updatedAt"))
+        elif channel == "watchticker":
+            symbol = _str(message.get("symbol"))
+            bid = _num(message.get("bid"))
+            ask = _num(message.get("ask"))
+            last = _num(message.get("last"))
+            updated = _ms(message.get("timestamp"))
+        elif channel == "watchtickers":
+            tickers = message.get("tickers")
+            if isinstance(tickers, list):
+                stamps = [_ms(t.get("timestamp")) for t in tickers if isinstance(t, Mapping)]
+                known = [s for s in stamps if s is not None]
+                updated = max(known) if known else None
+        elif channel == "watchbalance":
+            updated = _ms(message.get("timestamp"))
+    return Row(
+        received_at_ns,
+        connection_id,
+        seq,
+        channel,
+        symbol,
+        order_id,
+        status,
+        updated,
+        bid,
+        ask,
+        last,
+        None,
+        None,
+        None,
+        None,
+        text,
+    )
+
+
+_CHANNEL_PREFIX = re.compile(r'\{\s*"channel"\s*:\s*"([^"\\]*)"')
+#: channel of a data message whose text is not a JSON object (kept, never dropped)
+UNPARSED_CHANNEL = "_unparsed"
+
+
+def row_from_text(text: str, *, received_at_ns: int, connection_id: str, seq: int) -> Row:
+    """The row of one data message as the server sent it; ``raw`` is ``text`` itself."""
+    try:
+        msg = json.loads(text)
+    except ValueError:
+        msg = None
+    if not isinstance(msg, Mapping):
+        sniffed = _CHANNEL_PREFIX.match(text)
+        channel = sniffed.group(1).lower() if sniffed else UNPARSED_CHANNEL
+        return Row(received_at_ns, connection_id, seq, channel, raw=text)
+    return row_from_message(
+        msg, received_at_ns=received_at_ns, connection_id=connection_id, seq=seq, raw_text=text
+    )
+
+
+RawItem = tuple[int, str, int, str]  # received_at_ns, connection_id, seq, text
+
+
+def rows_from_raw(items: Iterable[RawItem]) -> list[Row]:
+    """Rows of raw data messages (the per-row Python path of the conversion)."""
+    return [
+        row_from_text(text, received_at_ns=ns, connection_id=conn, seq=seq)
+        for ns, conn, seq, text in items
+    ]
+
+
+# one encoder for every row: json.dumps with options builds a new one on each call;
+# no circular check either, since a parsed JSON message cannot be circular
+_encode_json = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, check_circular=False, default=str
+).encode
+
+
+def _dumps(raw: Any) -> str:
+    return _encode_json(raw)
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else value  # NaN (an empty decimal) -> null
+
+
+def session_row(
+    kind: str,
+    *,
+    received_at_ns: int,
+    connection_id: str = "",
+    seq: int = 0,
+    detail: str = "",
+    gap_start_ns: int | None = None,
+    gap_end_ns: int | None = None,
+) -> Row:
+    """A ``channel=_session`` row: connect, disconnect, subscription, gap or drop."""
+    return Row(
+        received_at_ns,
+        connection_id,
+        seq,
+        SESSION_CHANNEL,
+        kind=kind,
+        detail=detail,
+        gap_start_ns=gap_start_ns,
+        gap_end_ns=gap_end_ns,
+    )
+
+
+def row_from_event(event: Any) -> Row:
+    """The row of a stream event (``toolkit.stream._events``): session events become session
+    rows, every other event the row of its data message."""
+    if event.channel == SESSION_CHANNEL:
+        return session_row(
+            str(event.kind),
+            received_at_ns=event.received_at_ns,
+            connection_id=event.connection_id,
+            seq=event.seq,
+            detail=str(getattr(event, "detail", "") or ""),
+            gap_start_ns=getattr(event, "gap_start_ns", None),
+            gap_end_ns=getattr(event, "gap_end_ns", None),
+        )
+    raw = event.raw
+    if not isinstance(raw, Mapping):
+        raw = {"channel": event.channel, "message": None}
+    kind = type(event)
+    # the hot path: take what the stream already converted instead of parsing again
+    if kind is TickerEvent and event.channel == "watchticker":
+        return Row(
+            event.received_at_ns,
+            event.connection_id,
+            event.seq,
+            "watchticker",
+            event.symbol or None,
+            None,
+            None,
+            _ms(event.timestamp) if event.timestamp else None,
+            _finite(event.bid),
+            _finite(event.ask),
+            _finite(event.last),
+            None,
+            None,
+            None,
+            None,
+            _encode_json(raw),
+        )
+    if kind is OrderEvent and event.channel == "watchorders":
+        order = event.order
+        return Row(
+            event.received_at_ns,
+            event.connection_id,
+            event.seq,
+            "watchorders",
+            _str(order.get("symbol")),
+            _str(order.get("id")),
+            _str(order.get("status")),
+            _ms(order.get("updatedAt")),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            _encode_json(raw),
+        )
+    return row_from_message(
+        raw,
+        received_at_ns=event.received_at_ns,
+        connection_id=event.connection_id,
+        seq=event.seq,
+    )

@@ -1,0 +1,395 @@
+"""The reconciled state of the account's orders: fed by ``watchOrders`` notifications and
+by REST, which is the source of truth (spec section 6), and re-read after every gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from toolkit.errors import OrderNotFound, ToolkitError
+from toolkit.protocol import ALL_LIMIT_STATUSES
+from toolkit.stream._events import FINAL_STATUSES, OrderEvent, SessionEvent, order_event
+from toolkit.stream._ports import OrderSource
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from toolkit.stream._session import StreamSession
+
+__all__ = ["OrderBook", "OrderState", "Transition"]
+
+_log = logging.getLogger("toolkit.orderbook")
+
+#: how far along its life cycle a status is; breaks ties between two states stamped with
+#: the same ``updatedAt`` (a cycle can pass several statuses within one millisecond)
+_PROGRESS = {
+    "PENDING": 0,
+    "OPEN": 0,
+    "TRIGGERED": 1,
+    "PROCESSING": 2,
+    "CANCELLING": 2,
+    "EXECUTED": 3,
+}
+_FINAL_PROGRESS = 4
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _progress(status: str) -> int:
+    return _FINAL_PROGRESS if status in FINAL_STATUSES else _PROGRESS.get(status, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One accepted state of an order."""
+
+    status: str
+    status_raw: str
+    updated_at_ms: int
+    received_at_ns: int
+    reconciled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OrderState:
+    """The latest known state of one order. ``order`` is the last payload accepted (a
+    notification or a fetchOrder response); ``history`` its accepted transitions."""
+
+    order_id: str
+    status: str
+    status_raw: str
+    updated_at_ms: int
+    order: dict[str, Any]
+    history: tuple[Transition, ...]
+    final: bool
+
+
+class OrderBook:
+    """The account's orders, reconciled.
+
+    ``apply`` (sans-I/O) takes an OrderEvent or an order dict and keeps, per order, the
+    state with the newest ``updatedAt``: stale and duplicate notifications are ignored,
+    ``closed`` and ``CLOSED`` are one status. A REST read (``reconciled``) wins a tie with
+    a notification; between two notifications stamped alike, the one further along the
+    life cycle wins, and a final state is only left for a strictly newer one.
+
+    ``run`` subscribes ``watchOrders`` and reconciles at start and after every ``gap`` of
+    the session (and every ``reconcile_interval`` seconds when set, which also covers a
+    service that publishes only execution outcomes); ``reconcile`` re-reads every known
+    order that is not final with fetchOrder and lists the ACTIVE limit orders to find
+    the ones created meanwhile. Every change is emitted to listeners as an OrderEvent,
+    ``reconciled=True`` when it came from REST.
+
+    ``history_per_order`` transitions are kept per order; at most ``history_limit``
+    finished orders are kept (the oldest finished are forgotten first).
+    """
+
+    def __init__(
+        self,
+        client: OrderSource | None = None,
+        *,
+        history_limit: int = 10_000,
+        history_per_order: int = 32,
+        reconcile_interval: float | None = None,
+        listing_slack_ms: int = 5_000,
+    ) -> None:
+        if history_limit < 0 or history_per_order < 1:
+            raise ValueError("history_limit must be >= 0 and history_per_order >= 1")
+        self._client = client
+        self._history_limit = history_limit
+        self._history_per_order = history_per_order
+        self._reconcile_interval = reconcile_interval
+        self._listing_slack_ms = listing_slack_ms
+        #: newest createdAt seen in the listing (server clock): where the next pass stops
+        self._recent_mark: int | None = None
+        self._orders: dict[str, OrderState] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._listeners: list[Callable[[OrderEvent], Any]] = []
+        self._reconcile_lock = asyncio.Lock()
+        #: completed reconciliations (tests and views wait on it)
+        self.reconciles = 0
+        self.ignored = 0
+
+    def __repr__(self) -> str:
+        active = sum(1 for s in self._orders.values() if not s.final)
+        return f"<OrderBook orders={len(self._orders)} active={active}>"
+
+    def __len__(self) -> int:
+        return len(self._orders)
+
+    def __contains__(self, order_id: object) -> bool:
+        return order_id in self._orders
+
+    @property
+    def orders(self) -> Mapping[str, OrderState]:
+        """Order id -> latest state (a read-only view)."""
+        return MappingProxyType(self._orders)
+
+    def history(self, order_id: str) -> tuple[Transition, ...]:
+        """The accepted transitions of ``order_id``, oldest first (empty when unknown)."""
+        state = self._orders.get(order_id)
+        return state.history if state else ()
+
+    def add_listener(self, fn: Callable[[OrderEvent], Any]) -> Callable[[], None]:
+        """Call ``fn(event)`` for every change of state; returns a remover."""
+        self._listeners.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(fn)
+
+        return remove
+
+    # -- sans-I/O ----------------------------------------------------------------------
+
+    def apply(
+        self, event: OrderEvent | Mapping[str, Any], *, reconciled: bool = True
+    ) -> OrderEvent | None:
+        """Fold one order state into the book; returns the event when the state changed,
+        None when it was stale or a duplicate. A plain order dict (e.g. a fetchOrder or
+        create response) is taken as a REST read (``reconciled``)."""
+        if not isinstance(event, OrderEvent):
+            event = order_event(event, received_at_ns=time.time_ns(), reconciled=reconciled)
+        if not event.order_id:
+            self.ignored += 1
+            return None
+        current = self._orders.get(event.order_id)
+        if current is not None and not self._newer(event, current):
+            self.ignored += 1
+            return None
+        transition = Transition(
+            event.status,
+            event.status_raw,
+            event.updated_at_ms,
+            event.received_at_ns,
+            event.reconciled,
+        )
+        history = (*current.history, transition) if current else (transition,)
+        if len(history) > self._history_per_order:
+            history = history[-self._history_per_order :]
+        final = event.status in FINAL_STATUSES
+        self._orders[event.order_id] = OrderState(
+            order_id=event.order_id,
+            status=event.status,
+            status_raw=event.status_raw,
+            updated_at_ms=event.updated_at_ms,
+            order=event.order,
+            history=history,
+            final=final,
+        )
+        if final:
+            self._finished[event.order_id] = None
+            self._finished.move_to_end(event.order_id)
+            self._evict()
+        else:
+            self._finished.pop(event.order_id, None)
+        for fn in list(self._listeners):
+            try:
+                fn(event)
+            except Exception:
+                _log.exception("an OrderBook listener failed")
+        return event
+
+    @staticmethod
+    def _newer(event: OrderEvent, current: OrderState) -> bool:
+        if event.updated_at_ms != current.updated_at_ms:
+            return event.updated_at_ms > current.updated_at_ms
+        if event.status == current.status:
+            return False  # a duplicate (or the same state read twice)
+        if event.reconciled:
+            return True  # REST is the source of truth
+        if current.final:
+            return False
+        return _progress(event.status) > _progress(current.status)
+
+    def _evict(self) -> None:
+        while len(self._finished) > self._history_limit:
+            order_id, _ = self._finished.popitem(last=False)
+            self._orders.pop(order_id, None)
+
+    # -- I/O ---------------------------------------------------------------------------
+
+    def _require_client(self) -> OrderSource:
+        if self._client is None:
+            raise ToolkitError("this OrderBook has no client: pass one to read REST")
+        return self._client
+
+    async def reconcile(self) -> list[OrderEvent]:
+        """Re-read over REST every known order that is not final, every ACTIVE limit
+        order the book does not hold final, and every limit order created since the
+        previous reconcile (see ``_list_recent``); apply what changed.
+
+        Returns the changes (OrderEvents with ``reconciled=True``). An order that is gone
+        (404) is left as it was; a listing route that is not active is skipped.
+        """
+        client = self._require_client()
+        async with self._reconcile_lock:
+            to_fetch: dict[str, None] = {
+                oid: None for oid, state in self._orders.items() if not state.final
+            }
+            try:
+                async for item in client.aiter_limit_orders(status="ACTIVE"):
+                    self._consider(item, to_fetch)
+                await self._list_recent(client, to_fetch)
+            except ToolkitError as exc:
+                # e.g. the route is not active yet (404): known orders are still re-read
+                _log.warning("reconcile: listing limit orders failed: %s", exc)
+            results = await asyncio.gather(
+                *(self._fetch(client, oid) for oid in to_fetch), return_exceptions=True
+            )
+            changes: list[OrderEvent] = []
+            for oid, result in zip(to_fetch, results, strict=True):
+                if isinstance(result, BaseException):
+                    if isinstance(result, asyncio.CancelledError):
+                        raise result
+                    _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
+                    continue
+                if result is None:
+                    continue
+                event = self.apply(result, reconciled=True)
+                if event is not None:
+                    changes.append(event)
+            self.reconciles += 1
+            _log.debug("reconcile: %d read, %d changed", len(to_fetch), len(changes))
+            return changes
+
+    def _consider(self, item: Mapping[str, Any], to_fetch: dict[str, None]) -> None:
+        """Queue a listed order for fetchOrder unless the book already holds it final."""
+        oid = str(item.get("id", ""))
+        known = self._orders.get(oid)
+        if oid and (known is None or not known.final):
+            to_fetch[oid] = None
+
+    async def _list_recent(self, client: OrderSource, to_fetch: dict[str, None]) -> None:
+        """Queue the limit orders created since the previous reconcile, whatever their
+        status now: one created and finished inside a gap (or, when the service publishes
+        only outcomes, between two reconciles) is in no ACTIVE listing.
+
+        The listing is newest first, so it stops at the first order older than the newest
+        one seen last time (minus ``listing_slack_ms``, for its eventual consistency). The
+        first pass only takes that mark: the history before it is the loaders' job.
+        """
+        mark = self._recent_mark
+        newest: int | None = None
+        pages = client.aiter_limit_orders(status=list(ALL_LIMIT_STATUSES))
+        try:
+            async for item in pages:
+                created = _as_int(item.get("createdAt"))
+                if newest is None or created > newest:
+                    newest = created
+                if mark is None or created < mark - self._listing_slack_ms:
+                    break
+                self._consider(item, to_fetch)
+        finally:
+            close = getattr(pages, "aclose", None)
+            if close is not None:
+                await close()
+        if newest is not None and (mark is None or newest > mark):
+            self._recent_mark = newest
+
+    @staticmethod
+    async def _fetch(client: OrderSource, order_id: str) -> dict[str, Any] | None:
+        try:
+            return dict(await client.afetch_order(order_id))
+        except OrderNotFound:
+            return None
+
+    async def run(self, session: StreamSession | None = None) -> None:
+        """Follow the account's orders until cancelled (or the session ends).
+
+        With no ``session``, opens ``client.stream()`` and closes it on exit. Subscribes
+        ``watchOrders`` when the session has not, reconciles once at start and after every
+        gap. An error that ended the session is raised.
+        """
+        if session is None:
+            async with self._require_client().stream() as own:
+                await self._follow(own)
+        else:
+            await self._follow(session)
+
+    async def _follow(self, session: StreamSession) -> None:
+        inbox: asyncio.Queue[OrderEvent | SessionEvent] = asyncio.Queue()
+
+        def take(event: object) -> None:
+            if isinstance(event, OrderEvent | SessionEvent):
+                inbox.put_nowait(event)
+
+        remove = session.add_callback(take)
+        try:
+            if "watchorders" not in session.subscriptions:
+                await session.subscribe("watchOrders")
+            await self.reconcile()
+            loop = asyncio.get_running_loop()
+            next_at = loop.time() + self._reconcile_interval if self._reconcile_interval else None
+            while True:
+                timeout = None if next_at is None else max(0.0, next_at - loop.time())
+                try:
+                    event = await asyncio.wait_for(inbox.get(), timeout)
+                except TimeoutError:
+                    await self.reconcile()
+                    assert self._reconcile_interval is not None
+                    next_at = loop.time() + self._reconcile_interval
+                    continue
+                if isinstance(event, OrderEvent):
+                    self.apply(event)
+                elif event.kind == "gap":
+                    await self.reconcile()
+                elif session.closed and inbox.empty():
+                    if session.error is not None:
+                        raise session.error
+                    return
+        finally:
+            remove()
+
+    # -- views -------------------------------------------------------------------------
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per order: ``id``, ``symbol``, ``side``, ``type``, ``status``
+        (canonical), ``statusRaw``, ``updatedAt`` (UTC), ``final``, ``transitions``."""
+        import pandas as pd
+
+        rows = [
+            {
+                "id": s.order_id,
+                "symbol": s.order.get("symbol"),
+                "side": s.order.get("side"),
+                "type": s.order.get("type"),
+                "status": s.status,
+                "statusRaw": s.status_raw,
+                "updatedAt": s.updated_at_ms,
+                "final": s.final,
+                "transitions": len(s.history),
+            }
+            for s in self._orders.values()
+        ]
+        columns = [
+            "id",
+            "symbol",
+            "side",
+            "type",
+            "status",
+            "statusRaw",
+            "updatedAt",
+            "final",
+            "transitions",
+        ]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["updatedAt"] = pd.to_datetime(
+            frame["updatedAt"].astype("int64"), unit="ms", utc=True
+        ).astype("datetime64[ms, UTC]")
+        frame["final"] = frame["final"].astype(bool)
+        frame["transitions"] = frame["transitions"].astype("int64")
+        return frame

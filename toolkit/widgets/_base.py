@@ -1,0 +1,218 @@
+"""What both live views share: the task on the kernel's loop, the throttled repaint
+schedule, the connection-state line, stop(), and notebook display."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+from typing import Any
+
+import ipywidgets as widgets
+
+from toolkit.widgets._throttle import Clock, RepaintThrottle
+
+_log = logging.getLogger("toolkit.widgets")
+
+_STATE_COLOURS = {
+    "connecting": "#8a6d00",
+    "connected": "#1a7f37",
+    "reconnecting": "#b35900",
+    "gap reconciled": "#1a7f37",
+    "replaying": "#0550ae",
+    "replay finished": "#57606a",
+    "stopped": "#57606a",
+    "error": "#cf222e",
+}
+
+
+class LiveView:
+    """Base of the live views. Subclasses implement ``run()`` (consume the source),
+    ``_paint()`` (push dirty state into the widgets) and ``_dirty()``."""
+
+    def __init__(self, *, max_hz: float, clock: Clock | None) -> None:
+        self._throttle = RepaintThrottle(max_hz, clock)
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+        self.state = "idle"
+        self.state_detail = ""
+        self._status = widgets.HTML(value=self._status_html())
+        self._container: widgets.Box = widgets.VBox()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def widget(self) -> widgets.Box:
+        """The container displayed in the notebook (created once, updated in place)."""
+        return self._container
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    @property
+    def repaints(self) -> int:
+        """How many repaints happened (each pushes only the rows that changed)."""
+        return self._throttle.repaints
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> asyncio.Task[None]:
+        """Run the view as a task on the running loop (the kernel's, in Jupyter) and return
+        it; the cell is never blocked. Raises RuntimeError when no loop runs."""
+        if self._stopped:
+            raise RuntimeError("this view was stopped; create a new one")
+        if self.running:
+            assert self._task is not None
+            return self._task
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run_guarded())
+        return self._task
+
+    def _autostart(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            # No loop here (plain script, tests): the caller starts it or awaits run().
+            return
+        self.start()
+
+    async def run(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def _run_guarded(self) -> None:
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # A view is fire-and-forget in a notebook: show the failure where the user looks
+            # and log it once. Re-raising would leave an exception nobody retrieves, which
+            # asyncio reports again, with a traceback, whenever the task is collected.
+            self._set_state("error", f"{type(exc).__name__}: {exc}")
+            _log.error("%s stopped: %s: %s", type(self).__name__, type(exc).__name__, exc)
+
+    def stop(self) -> None:
+        """Cancel the view's task (which closes its stream) and close its widgets."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._set_state("stopped")
+        self._close_widgets()
+
+    async def astop(self) -> None:
+        """``stop()`` and wait until the task has finished unwinding."""
+        task = self._task
+        self.stop()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def _close_widgets(self) -> None:
+        for w in self._all_widgets():
+            # a widget's layout and style are widgets of their own; close() leaves them
+            for part in (getattr(w, "layout", None), getattr(w, "style", None)):
+                if isinstance(part, widgets.Widget):
+                    part.close()
+            w.close()
+
+    def _all_widgets(self) -> list[widgets.Widget]:
+        return [self._status, self._container]
+
+    # -- repaint scheduling ------------------------------------------------------------
+
+    def _dirty(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _paint(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def repaint(self, *, force: bool = False) -> bool:
+        """Paint the dirty rows if the throttle allows (or ``force``); True when painted."""
+        if self._stopped or not self._dirty():
+            return False
+        if force:
+            self._throttle.repaints += 1
+        elif not self._throttle.acquire():
+            return False
+        self._paint()
+        return True
+
+    def _paint_soon(self) -> None:
+        """Repaint now if allowed, else make sure a timer repaints when the slot opens, so
+        the last tick of a burst is always shown."""
+        if self.repaint() or self._timer is not None or not self._dirty():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._timer = loop.call_later(self._throttle.delay(), self._on_timer)
+
+    async def _final_paint(self) -> None:
+        """Show the end of a finished source, in the next free slot of the throttle."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._dirty():
+            await asyncio.sleep(self._throttle.delay())
+            # a fake clock that did not move during the sleep must not hide the end
+            if not self.repaint():
+                self.repaint(force=True)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._paint_soon()
+
+    # -- connection state --------------------------------------------------------------
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        if (state, detail) == (self.state, self.state_detail):
+            return
+        self.state = state
+        self.state_detail = detail
+        self._status.value = self._status_html()
+
+    def _on_session_event(self, event: Any) -> None:
+        kind = getattr(event, "kind", "")
+        detail = str(getattr(event, "detail", "") or "")
+        if kind in ("connected", "subscribed", "resubscribed"):
+            if self.state != "gap reconciled" or kind == "connected":
+                self._set_state("connected", detail if kind == "connected" else "")
+        elif kind in ("disconnected", "dropped"):
+            self._set_state("reconnecting", detail)
+        elif kind == "gap":
+            start = getattr(event, "gap_start_ns", None)
+            end = getattr(event, "gap_end_ns", None)
+            if isinstance(start, int) and isinstance(end, int) and end >= start:
+                detail = f"gap of {(end - start) / 1e9:.1f} s"
+            self._on_gap(detail)
+
+    def _on_gap(self, detail: str) -> None:
+        if self.state in ("replaying", "replay finished"):
+            # a gap inside a recording: nothing can be re-read, say where data is missing
+            self._set_state(self.state, f"{detail} without data in the recording")
+            return
+        # the next ticks after the restored subscriptions are the current prices again
+        self._set_state("gap reconciled", detail)
+
+    def _status_html(self) -> str:
+        colour = _STATE_COLOURS.get(self.state, "#57606a")
+        detail = f" <span style='color:#57606a'>{html.escape(self.state_detail)}</span>"
+        return (
+            f"<div class='tk-status' data-state='{html.escape(self.state)}'>"
+            f"<span style='color:{colour}'>&#9679;</span> "
+            f"<b>{html.escape(self.state)}</b>{detail if self.state_detail else ''}</div>"
+        )
+
+    # -- display -----------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self._container._repr_mimebundle_(**kwargs)
