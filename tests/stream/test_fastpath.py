@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-import toolkit.stream._session as stream_module
+import toolkit.stream._connection as stream_module
 from toolkit.recording._read import read_recording
 from toolkit.recording._recorder import Recorder
 from toolkit.recording._rows import row_from_message

@@ -1,8 +1,8 @@
 """A faithful local simulator of the trading service: REST, WebSocket and a control API on
 one loopback port, with a seeded history and a live engine (``tk.Simulator``, ``toolkit sim``).
 
-Self-contained: it imports nothing else of ``toolkit``, and nothing but the CLI and the demo
-imports it, so the client can never depend on the simulator."""
+It serves the spec on its own; it imports the client only for ``Simulator.client()``, and
+nothing but the CLI and the demo imports it, so the client never depends on the simulator."""
 
 from __future__ import annotations
 

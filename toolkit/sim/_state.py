@@ -4,13 +4,7 @@ replica and its pagination tokens, balances, and the lifecycle commands that pub
 from __future__ import annotations
 
 import asyncio
-import base64
-import bisect
-import hashlib
 import heapq
-import hmac
-import json
-import math
 import random
 import secrets
 import time
@@ -23,20 +17,21 @@ from toolkit.sim._bus import Bus
 from toolkit.sim._engine import Engine, Market
 from toolkit.sim._history import generate_history
 from toolkit.sim._knobs import Knobs
+from toolkit.sim._listing import ListingMixin, RateLimiter, _Index
+from toolkit.sim._listing import retry_after_header as retry_after_header
 from toolkit.sim._orders import (
     ACTIVE,
     EXECUTING,
     LIMIT_FINAL,
     MARKET_FINAL,
     Order,
-    crypto,
-    fiat,
     format_order,
     list_item,
     make_fill,
     make_quotes,
     q,
 )
+from toolkit.sim._wallet import WalletMixin
 
 SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL")
 PRIORITY_SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL")
@@ -60,52 +55,19 @@ INITIAL_BALANCES: dict[str, dict[str, Decimal]] = {
 OUTCOME_STATUSES = frozenset({"PROCESSING", "EXECUTED", "CLOSED"})
 LIMIT_CHAIN = ("OPEN", "TRIGGERED", "PROCESSING", "EXECUTED", "CLOSED")
 MARKET_CHAIN = ("PENDING", "EXECUTED", "CLOSED")
-_TOKEN_MAGIC = b"\xfb\xff"  # base64 of these starts with "+/": every token carries both
 
 CancelOutcome = Literal["accepted", "executing", "cancelling", "final", "not_found"]
-
-
-class RateLimiter:
-    """A token bucket per API key: ``rate`` requests per second, bursts up to ``rate``."""
-
-    def __init__(self) -> None:
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    def check(self, key: str, rate: float | None) -> float | None:
-        """None when allowed; otherwise the seconds to wait before the next request."""
-        if rate is None or rate <= 0:
-            return None
-        now = time.monotonic()
-        capacity = max(rate, 1.0)
-        tokens, last = self._buckets.get(key, (capacity, now))
-        tokens = min(capacity, tokens + (now - last) * rate)
-        if tokens >= 1.0:
-            self._buckets[key] = (tokens - 1.0, now)
-            return None
-        self._buckets[key] = (tokens, now)
-        return (1.0 - tokens) / rate
-
-
-class _Index:
-    """One account's limit orders in listing order: keys (createdAt, id) ascending."""
-
-    def __init__(self) -> None:
-        self.keys: list[tuple[int, str]] = []
-        self.orders: list[Order] = []
-
-    def add(self, order: Order) -> None:
-        key = (order.created_at, order.id)
-        i = bisect.bisect_left(self.keys, key)
-        self.keys.insert(i, key)
-        self.orders.insert(i, order)
 
 
 class InvalidCommand(ValueError):
     """A control or REST command that the order's state does not allow."""
 
 
-class SimState:
-    """The simulator's state; also what the WebSocket handler reads (``app.state.sim``)."""
+class SimState(ListingMixin, WalletMixin):
+    """The simulator's state; also what the WebSocket handler reads (``app.state.sim``).
+
+    Balances live in :class:`~toolkit.sim._wallet.WalletMixin`, the listing replica and
+    its pagination tokens in :class:`~toolkit.sim._listing.ListingMixin`."""
 
     def __init__(self, knobs: Knobs, *, now_ms: int | None = None) -> None:
         self.knobs = knobs
@@ -238,79 +200,7 @@ class SimState:
     def format(self, order: Order) -> dict[str, Any]:
         return format_order(order, self.knobs.status_case, self.knobs.service_name)
 
-    # ---------------------------------------------------------------- balances
-    def _lock_need(self, order: Order) -> tuple[str, Decimal]:
-        base, quote = order.symbol.split("/")
-        if order.side == "buy":
-            return quote, order.quote_amount_original
-        return base, order.amount
-
-    def _lock(self, order: Order, *, force: bool = False) -> bool:
-        asset, need = self._lock_need(order)
-        wallet = self.balances.setdefault(order.account, {})
-        free, locked = wallet.setdefault(asset, [Decimal(0), Decimal(0)])
-        if not force and free < need:
-            return False
-        if not force:
-            free -= need
-        wallet[asset] = [free, locked + need]
-        order.lock = (asset, need)
-        return True
-
-    def _unlock(self, order: Order) -> None:
-        if order.lock is None:
-            return
-        asset, amt = order.lock
-        order.lock = None
-        wallet = self.balances[order.account]
-        free, locked = wallet[asset]
-        wallet[asset] = [free + amt, max(locked - amt, Decimal(0))]
-
-    def _can_afford(
-        self, account: str, symbol: str, side: str, amount: Decimal, quote: Decimal
-    ) -> bool:
-        base, quote_asset = symbol.split("/")
-        wallet = self.balances.get(account, {})
-        if side == "buy":
-            return wallet.get(quote_asset, [Decimal(0)])[0] >= quote
-        return wallet.get(base, [Decimal(0)])[0] >= amount
-
-    def _settle(self, order: Order) -> None:
-        """Move the fill's money: release the lock, then pay and receive."""
-        self._unlock(order)
-        order.materialize()
-        fill = order.fill
-        if fill is None:
-            return
-        base, quote = order.symbol.split("/")
-        wallet = self.balances.setdefault(order.account, {})
-        for asset in (base, quote):
-            wallet.setdefault(asset, [Decimal(0), Decimal(0)])
-        if order.side == "buy":
-            wallet[quote][0] -= fill.cost + fill.fee_cost + order.operational_fees
-            wallet[base][0] += fill.filled
-        else:
-            wallet[base][0] -= fill.filled
-            wallet[quote][0] += fill.cost - fill.fee_cost - order.operational_fees
-        self.publish_balance(order.account)
-
-    def balance_message(self, account: str) -> dict[str, Any]:
-        rows = []
-        for asset, (free, locked) in sorted(self.balances.get(account, {}).items()):
-            fmt = fiat if asset == "BRL" else crypto
-            rows.append(
-                {
-                    "asset": asset,
-                    "free": fmt(free),
-                    "locked": fmt(locked),
-                    "total": fmt(free + locked),
-                }
-            )
-        return {"balances": rows, "timestamp": self.now_ms()}
-
-    def publish_balance(self, account: str) -> None:
-        self.bus.publish(("watchbalance", account), self.balance_message(account), account=account)
-
+    # ---------------------------------------------------------------- tickers
     def publish_tickers(self, symbols: tuple[str, ...] | None = None) -> None:
         now = self.now_ms()
         tickers = [self.market.ticker(sym, now) for sym in self.symbols]
@@ -693,73 +583,3 @@ class SimState:
         self.market.move(symbol, price)
         self.publish_tickers((symbol,))
         return self.check_triggers(symbol)
-
-    # ---------------------------------------------------------------- listing
-    def should_fail_listing(self) -> bool:
-        rate = float(self.knobs.listing_503_rate)
-        return rate > 0 and self._rng503.random() < rate
-
-    def list_limit_orders(
-        self, account: str, statuses: frozenset[str] | None, limit: int, token: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """One page of the replica, newest first. A token that does not verify (tampered,
-        rebuilt, other filter) silently restarts at page one, as spec 4.2 rule 5 says."""
-        sig = ",".join(sorted(statuses)) if statuses else "*"
-        cursor = self._decode_token(token, sig) if token else None
-        index = self._index.get(account) or _Index()
-        horizon = self.now_ms() - int(float(self.knobs.listing_lag_s) * 1000)
-        start = bisect.bisect_left(index.keys, cursor) if cursor else len(index.keys)
-        items: list[dict[str, Any]] = []
-        for i in range(start - 1, -1, -1):
-            item = _visible(index.orders[i], horizon)
-            if item is None or (statuses and item["status"] not in statuses):
-                continue
-            items.append(item)
-            if len(items) == limit:
-                break
-        next_token = None
-        if len(items) == limit and items:
-            last = items[-1]
-            next_token = self._encode_token((last["createdAt"], last["id"]), sig)
-        return items, next_token
-
-    def _encode_token(self, cursor: tuple[int, str], sig: str) -> str:
-        payload = json.dumps([1, cursor[0], cursor[1], sig], separators=(",", ":")).encode()
-        # rebuild mode: signed with a throwaway key, so the next call cannot verify it
-        key = secrets.token_bytes(32) if self.knobs.rebuild_pagination_tokens else self._token_key
-        mac = hmac.new(key, payload, hashlib.sha256).digest()[:12]
-        raw = _TOKEN_MAGIC + len(payload).to_bytes(2, "big") + payload + mac
-        if len(raw) % 3 == 0:
-            raw += b"\x00"  # a length not divisible by 3 means "=" padding
-        return base64.b64encode(raw).decode()
-
-    def _decode_token(self, token: str, sig: str) -> tuple[int, str] | None:
-        try:
-            raw = base64.b64decode(token, validate=True)
-            if not raw.startswith(_TOKEN_MAGIC):
-                return None
-            n = int.from_bytes(raw[2:4], "big")
-            payload, mac = raw[4 : 4 + n], raw[4 + n : 4 + n + 12]
-            want = hmac.new(self._token_key, payload, hashlib.sha256).digest()[:12]
-            if len(mac) != 12 or not hmac.compare_digest(mac, want):
-                return None
-            version, created, oid, token_sig = json.loads(payload)
-            if version != 1 or token_sig != sig or not isinstance(oid, str):
-                return None
-            return int(created), oid
-        except (ValueError, TypeError):
-            return None
-
-
-def _visible(order: Order, horizon_ms: int) -> dict[str, Any] | None:
-    """The order as the replica knew it at ``horizon_ms``; None when it did not exist yet."""
-    if order.versions is None:
-        return list_item(order)
-    for at, item in reversed(order.versions):
-        if at <= horizon_ms:
-            return item
-    return None
-
-
-def retry_after_header(seconds: float) -> str:
-    return str(max(1, math.ceil(seconds)))

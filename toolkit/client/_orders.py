@@ -1,0 +1,282 @@
+"""The ``Client``'s limit-order writes: create, cancel one and cancel a batch (each with
+its sync twin), as a mixin so they stay ``Client`` methods with the same signatures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+
+from toolkit.client import _cancel
+from toolkit.client._cancel import CancelResult
+from toolkit.client._settings import Settings
+from toolkit.client._transport import Route, decode_json
+from toolkit.errors import (
+    Conflict,
+    InvalidRequest,
+    InvalidResponse,
+    OrderNotFound,
+    RouteNotActive,
+)
+from toolkit.protocol import (
+    order_id_path_segment,
+    validate_decimal,
+    validate_order_id,
+    validate_order_ids,
+    validate_profile_id,
+    validate_side,
+    validate_symbol,
+)
+
+T = TypeVar("T")
+
+
+class LimitOrderWrites:
+    """Create and cancel limit orders; mixed into :class:`~toolkit.client._client.Client`,
+    whose settings, requests, loop thread and ``afetch_order`` these methods use."""
+
+    _settings: Settings
+
+    if TYPE_CHECKING:  # defined by Client
+
+        def _run(self, coro: Coroutine[Any, Any, T]) -> T: ...
+
+        async def _request(
+            self,
+            method: str,
+            path: str,
+            *,
+            route: Route,
+            params: Mapping[str, str] | None = None,
+            json_body: Any = None,
+            idempotent: bool | None = None,
+        ) -> httpx.Response: ...
+
+        async def afetch_order(self, order_id: str) -> dict[str, Any]: ...
+
+    async def acreate_limit_order(
+        self,
+        symbol: str,
+        side: str,
+        limit_price: object,
+        *,
+        amount: object = None,
+        quote_amount: object = None,
+        expires_at: datetime | int | None = None,
+        profile_id: str | None = None,
+        client_order_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Create a limit order; returns the whole order (OPEN, or REJECTED with its
+        ``statusReason``). Give exactly one of ``amount`` (crypto) and ``quote_amount``
+        (fiat). ``expires_at``: aware datetime or Unix ms; default 24 h from now.
+        Never retried on 503 or a network error (it is not idempotent)."""
+        body: dict[str, Any] = {
+            "profileId": validate_profile_id(profile_id or self._settings.profile_id),
+            "symbol": validate_symbol(symbol),
+            "side": validate_side(side),
+            "limitPrice": validate_decimal(limit_price, "limit_price"),
+        }
+        if (amount is None) == (quote_amount is None):
+            raise InvalidRequest("give exactly one of amount= and quote_amount=")
+        if amount is not None:
+            body["amount"] = validate_decimal(amount, "amount")
+        else:
+            body["quoteAmount"] = validate_decimal(quote_amount, "quote_amount")
+        body["expiresAt"] = _expires_ms(expires_at)
+        if client_order_id is not None:
+            body["clientOrderId"] = validate_order_id(client_order_id)
+        response = await self._request(
+            "POST",
+            self._settings.limit_orders_path,
+            route=Route.CREATE_LIMIT,
+            json_body=body,
+            idempotent=False,
+        )
+        return _as_order(decode_json(response), response)
+
+    def create_limit_order(
+        self,
+        symbol: str,
+        side: str,
+        limit_price: object,
+        *,
+        amount: object = None,
+        quote_amount: object = None,
+        expires_at: datetime | int | None = None,
+        profile_id: str | None = None,
+        client_order_id: str | None = None,
+    ) -> dict[str, Any]:
+        return self._run(
+            self.acreate_limit_order(
+                symbol,
+                side,
+                limit_price,
+                amount=amount,
+                quote_amount=quote_amount,
+                expires_at=expires_at,
+                profile_id=profile_id,
+                client_order_id=client_order_id,
+            )
+        )
+
+    async def acancel_limit_order(
+        self, order_id: str, *, profile_id: str | None = None, reason: str | None = None
+    ) -> CancelResult:
+        """Cancel one limit order (spec 4.3) and say what that achieved.
+
+        202 -> ACCEPTED. 409 is never retried: the order is read with fetchOrder and the
+        result says DEFERRED (executing: recorded, do not resend), ALREADY_FINAL or
+        ALREADY_CANCELLING. 404 raises RouteNotActive when the limit routes are not active
+        here, else OrderNotFound (unknown order, or not in that profile).
+        """
+        oid = validate_order_id(order_id)
+        path = self._settings.cancel_path.format(order_id=order_id_path_segment(oid))
+        pid = validate_profile_id(profile_id or self._settings.profile_id)
+        body: dict[str, Any] = {}
+        params: dict[str, str] = {}
+        if reason is not None:
+            if not isinstance(reason, str):
+                raise InvalidRequest(f"reason must be a string, not {reason!r}")
+            body["reason"] = reason
+        if self._settings.cancel_profile_in == "query":
+            params["profileId"] = pid
+        else:
+            body["profileId"] = pid
+        try:
+            response = await self._request(
+                "PATCH",
+                path,
+                route=Route.CANCEL_LIMIT,
+                params=params or None,
+                json_body=body,
+                idempotent=False,
+            )
+        except Conflict:
+            # the 409 body is not relied on: the order's state says which 409 this was
+            order = await self.afetch_order(oid)
+            return _cancel.refused(oid, order, 409, self._settings.finalized_statuses)
+        except OrderNotFound as exc:
+            await self._raise_if_routes_inactive(exc)
+            raise
+        payload = decode_json(response)
+        if not isinstance(payload, dict):
+            raise InvalidResponse("cancel response is not an object", method="PATCH", url=path)
+        return _cancel.accepted(oid, payload, response.status_code)
+
+    def cancel_limit_order(
+        self, order_id: str, *, profile_id: str | None = None, reason: str | None = None
+    ) -> CancelResult:
+        return self._run(self.acancel_limit_order(order_id, profile_id=profile_id, reason=reason))
+
+    async def _raise_if_routes_inactive(self, exc: OrderNotFound) -> None:
+        """A 404 on cancel means either no such order or an inactive route; the listing
+        (which has no order to miss) tells which."""
+        try:
+            await self._request(
+                "GET",
+                self._settings.limit_orders_path,
+                route=Route.LIST_LIMIT,
+                params={"limit": "1"},
+                idempotent=True,
+            )
+        except RouteNotActive as probe:
+            raise RouteNotActive(
+                probe.message, method=exc.method, url=exc.url, status=exc.status, body=exc.body
+            ) from exc
+
+    async def acancel_limit_orders(
+        self,
+        order_ids: Iterable[str],
+        *,
+        profile_id: str | None = None,
+        reason: str | None = None,
+    ) -> list[CancelResult]:
+        """Cancel many limit orders in one request; one result per distinct id, in order.
+
+        Accepted items come from the batch response; for the others the order is read
+        with fetchOrder to decide (as for a single 409). Not found -> NOT_FOUND.
+        """
+        ids = validate_order_ids(order_ids)
+        pid = validate_profile_id(profile_id or self._settings.profile_id)
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidRequest(f"reason must be a string, not {reason!r}")
+        if not ids:
+            return []
+        by_id: dict[str, dict[str, Any]] = {}
+        http_status: int | None = None
+        size = max(1, self._settings.batch_cancel_max)
+        for start in range(0, len(ids), size):
+            body: dict[str, Any] = {"profileId": pid, "orderIds": ids[start : start + size]}
+            if reason is not None:
+                body["reason"] = reason
+            response = await self._request(
+                "POST",
+                self._settings.batch_cancel_path,
+                route=Route.BATCH_CANCEL,
+                json_body=body,
+                idempotent=False,
+            )
+            http_status = response.status_code
+            payload = decode_json(response)
+            items = payload.get("orders") if isinstance(payload, dict) else None
+            if not isinstance(items, list):
+                raise InvalidResponse(
+                    "batch cancel response without an 'orders' array",
+                    method="POST",
+                    url=response.request.url,
+                    status=response.status_code,
+                )
+            by_id.update((i["id"], i) for i in items if isinstance(i, dict) and "id" in i)
+
+        async def decide(oid: str) -> CancelResult:
+            item = by_id.get(oid)
+            if item is not None and item.get("accepted") is True:
+                return _cancel.accepted(oid, item, http_status)
+            # the item's status is not relied on: the order's own state decides
+            try:
+                order = await self.afetch_order(oid)
+            except OrderNotFound:
+                return _cancel.not_found(oid, http_status)
+            return _cancel.refused(oid, order, http_status, self._settings.finalized_statuses)
+
+        return list(await asyncio.gather(*(decide(oid) for oid in ids)))
+
+    def cancel_limit_orders(
+        self,
+        order_ids: Iterable[str],
+        *,
+        profile_id: str | None = None,
+        reason: str | None = None,
+    ) -> list[CancelResult]:
+        return self._run(self.acancel_limit_orders(order_ids, profile_id=profile_id, reason=reason))
+
+
+def _as_order(payload: object, response: httpx.Response) -> dict[str, Any]:
+    if not isinstance(payload, dict) or not isinstance(payload.get("id"), str):
+        raise InvalidResponse(
+            "order response is not an object with an 'id'",
+            method=response.request.method,
+            url=response.request.url,
+            status=response.status_code,
+        )
+    return payload
+
+
+def _expires_ms(expires_at: datetime | int | None) -> int:
+    if expires_at is None:
+        return int(time.time() * 1000) + 24 * 3600 * 1000
+    if isinstance(expires_at, datetime):
+        if expires_at.tzinfo is None:
+            raise InvalidRequest("expires_at must be timezone-aware (e.g. tzinfo=UTC)")
+        ms = int(expires_at.astimezone(UTC).timestamp() * 1000)
+    elif isinstance(expires_at, int) and not isinstance(expires_at, bool):
+        ms = expires_at
+    else:
+        raise InvalidRequest(f"expires_at must be a datetime or Unix ms, not {expires_at!r}")
+    if ms <= int(time.time() * 1000):
+        raise InvalidRequest("expires_at is in the past")
+    return ms

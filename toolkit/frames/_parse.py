@@ -1,0 +1,285 @@
+"""Raw fetchOrder bodies -> one Arrow table of the wire schema: the bodies joined as JSON lines,
+the pyarrow.json read, and the repair pass (type planning, rewrite) for input it refuses."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pj
+
+from toolkit.frames._schema import ORDER, Field, ListOf, Struct
+
+RawOrder = bytes | bytearray | memoryview | str | Mapping[str, Any]
+
+# large blocks keep the parser's per-block overhead low; threads split the blocks
+_BLOCK_SIZE = 4 << 20
+_INT64 = (-(2**63), 2**63 - 1)
+
+Path_ = tuple[str, ...]  # a field's place in the JSON; "[]" steps into list items
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _wire_type(spec: Field) -> pa.DataType:
+    if isinstance(spec, Struct):
+        return pa.struct([pa.field(name, _wire_type(sub)) for name, sub in spec.items()])
+    if isinstance(spec, ListOf):
+        return pa.list_(_wire_type(spec.item))
+    return pa.int64() if spec == "ts" else pa.string()
+
+
+#: what pyarrow.json is told about the known fields: decimals stay text until we cast them
+WIRE_SCHEMA = pa.schema(
+    [pa.field(name, _wire_type(spec)) for name, spec in ORDER.items()]  # type: ignore[arg-type]
+)
+
+
+def _with_type(dtype: pa.DataType, path: Path_, new: pa.DataType) -> pa.DataType:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if head == "[]" and pa.types.is_list(dtype):
+        return pa.list_(_with_type(dtype.value_type, rest, new))
+    if pa.types.is_struct(dtype):
+        return pa.struct(
+            [
+                pa.field(f.name, _with_type(f.type, rest, new)) if f.name == head else f
+                for f in dtype
+            ]
+        )
+    return dtype
+
+
+def _schema_with(overrides: Mapping[Path_, pa.DataType]) -> pa.Schema:
+    root = pa.struct(list(WIRE_SCHEMA))
+    for path, new in overrides.items():
+        root = _with_type(root, path, new)
+    return pa.schema(list(root))
+
+
+# --------------------------------------------------------------------------- input
+
+
+def _json_default(value: Any) -> Any:
+    # decimals travel as strings on the wire; keep every digit
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), default=_json_default).encode
+
+
+def _bodies(raw_orders: Sequence[RawOrder]) -> list[bytes]:
+    if isinstance(raw_orders, str | bytes | bytearray | Mapping):
+        raise TypeError("build_frames takes a sequence of orders, not a single order")
+    out: list[bytes] = []
+    append = out.append
+    for i, item in enumerate(raw_orders):
+        if isinstance(item, bytes):
+            append(item)
+        elif isinstance(item, str):
+            append(item.encode())
+        elif isinstance(item, bytearray | memoryview):
+            append(bytes(item))
+        elif isinstance(item, Mapping):
+            append(_dumps(item).encode())
+        else:
+            raise TypeError(
+                f"order #{i}: expected bytes, str or a mapping, got {type(item).__name__}"
+            )
+    return out
+
+
+def _join(bodies: list[bytes]) -> bytes:
+    data = b"\n".join(bodies)
+    if data.count(b"\n") != len(bodies) - 1:
+        # a raw newline can only be whitespace between tokens (JSON escapes it in strings),
+        # so a pretty-printed body becomes one line by blanking them
+        data = b"\n".join(
+            b.replace(b"\r", b" ").replace(b"\n", b" ") if b"\n" in b else b for b in bodies
+        )
+    return data
+
+
+def _read(data: bytes, schema: pa.Schema) -> pa.Table:
+    return pj.read_json(
+        pa.BufferReader(data),
+        read_options=pj.ReadOptions(block_size=_BLOCK_SIZE, use_threads=True),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
+    )
+
+
+class _RowCountMismatch(Exception):
+    pass
+
+
+def _parse(bodies: list[bytes]) -> pa.Table:
+    if not bodies:
+        return WIRE_SCHEMA.empty_table()
+    try:
+        table = _read(_join(bodies), WIRE_SCHEMA)
+        if table.num_rows != len(bodies):
+            raise _RowCountMismatch
+        return table
+    except (pa.ArrowInvalid, _RowCountMismatch):
+        pass
+    data, overrides = _repair(bodies)
+    try:
+        table = _read(data, _schema_with(overrides))
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"could not normalise the orders: {exc}") from exc
+    if table.num_rows != len(bodies):  # pragma: no cover - _repair emits one line per body
+        raise ValueError(f"expected {len(bodies)} orders, parsed {table.num_rows}")
+    return table
+
+
+# --------------------------------------------------------------------------- repair pass
+# Only runs when pyarrow refused the input. It finds, per JSON path, the kinds of value the
+# orders hold, and rewrites the paths pyarrow cannot type: unknown fields whose kind changes
+# become strings, known text fields holding numbers/objects become their JSON text, known
+# timestamps holding fractions become float64 (strings: text), and a known object or list
+# holding something else is dropped to null with a warning.
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if _INT64[0] <= value <= _INT64[1] else "bigint"
+    if isinstance(value, float | Decimal):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    return "array"
+
+
+def _observe(value: Any, path: Path_, kinds: dict[Path_, set[str]]) -> None:
+    kind = _kind(value)
+    seen = kinds.get(path)
+    if seen is None:
+        kinds[path] = seen = set()
+    seen.add(kind)
+    if kind == "object":
+        for key, sub in value.items():
+            _observe(sub, (*path, key), kinds)
+    elif kind == "array":
+        for sub in value:
+            _observe(sub, (*path, "[]"), kinds)
+
+
+def _known_fields(spec: Field, path: Path_, out: dict[Path_, Field]) -> None:
+    out[path] = spec
+    if isinstance(spec, Struct):
+        for name, sub in spec.items():
+            _known_fields(sub, (*path, name), out)
+    elif isinstance(spec, ListOf):
+        _known_fields(spec.item, (*path, "[]"), out)
+
+
+_KNOWN: dict[Path_, Field] = {}
+for _name, _spec in ORDER.items():
+    _known_fields(_spec, (_name,), _KNOWN)
+
+_FAMILY = {"bool": "bool", "int": "number", "float": "number", "string": "string"}
+
+
+def _plan(kinds: dict[Path_, set[str]]) -> tuple[dict[Path_, str], dict[Path_, pa.DataType]]:
+    """Action per path ("text" or "null") and the wire type each repaired path gets."""
+    actions: dict[Path_, str] = {}
+    overrides: dict[Path_, pa.DataType] = {}
+    for path in sorted(kinds, key=len):
+        if any(path[:n] in actions for n in range(1, len(path))):
+            continue  # an ancestor is already rewritten as a whole
+        seen = kinds[path] - {"null"}
+        spec = _KNOWN.get(path)
+        if isinstance(spec, Struct | ListOf):
+            expected = "object" if isinstance(spec, Struct) else "array"
+            if seen - {expected}:
+                actions[path] = "null"
+        elif spec in ("str", "dec"):
+            if seen - {"string"}:
+                actions[path] = "text"
+        elif spec == "ts":
+            if seen - {"int", "float"}:
+                actions[path] = "text"
+                overrides[path] = pa.string()
+            elif "float" in seen:
+                overrides[path] = pa.float64()
+        else:
+            families = {_FAMILY.get(kind, kind) for kind in seen}
+            if len(families) > 1 or "bigint" in families:
+                actions[path] = "text"
+    return actions, overrides
+
+
+def _as_text(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | Decimal):
+        return str(value)  # the number exactly as written
+    return json.dumps(value, separators=(",", ":"), default=float)
+
+
+def _rewrite(value: Any, path: Path_, actions: dict[Path_, str], nulled: dict[Path_, int]) -> Any:
+    action = actions.get(path)
+    if action == "text":
+        return _as_text(value)
+    if action == "null":
+        spec = _KNOWN[path]
+        ok = dict if isinstance(spec, Struct) else list
+        if value is not None and not isinstance(value, ok):
+            nulled[path] = nulled.get(path, 0) + 1
+            return None
+    if isinstance(value, dict):
+        return {k: _rewrite(v, (*path, k), actions, nulled) for k, v in value.items()}
+    if isinstance(value, list):
+        item_path = (*path, "[]")
+        return [_rewrite(v, item_path, actions, nulled) for v in value]
+    return value
+
+
+def _repair(bodies: list[bytes]) -> tuple[bytes, dict[Path_, pa.DataType]]:
+    docs: list[dict[str, Any]] = []
+    for i, body in enumerate(bodies):
+        try:
+            doc = json.loads(body, parse_float=Decimal)
+        except ValueError as exc:
+            raise ValueError(f"order #{i} is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"order #{i} is not a JSON object but {_kind(doc)}")
+        docs.append(doc)
+    kinds: dict[Path_, set[str]] = {}
+    for doc in docs:
+        for key, value in doc.items():
+            _observe(value, (key,), kinds)
+    actions, overrides = _plan(kinds)
+    nulled: dict[Path_, int] = {}
+    encode = json.JSONEncoder(separators=(",", ":"), default=float).encode
+    lines = []
+    for doc in docs:
+        fixed = {k: _rewrite(v, (k,), actions, nulled) for k, v in doc.items()}
+        lines.append(encode(fixed).encode())
+    for path, count in nulled.items():
+        warnings.warn(
+            f"{count} order(s) had a non-{'object' if isinstance(_KNOWN[path], Struct) else 'list'}"
+            f" value in {'.'.join(path)}; it was set to null",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    return b"\n".join(lines), overrides

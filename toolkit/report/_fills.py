@@ -1,0 +1,114 @@
+"""Fill tables: fill rate, outcome shares, the limit-order funnel, maker share of trades and
+rejection reasons."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from toolkit.report._columns import NONE_LABEL, _conform, _num, _text, empty
+
+
+def fill_rate(po: pd.DataFrame) -> pd.DataFrame:
+    """Per order type: fill rate by requested notional and by count, share fully filled."""
+    cols = {
+        "type": "str",
+        "orders": "int64",
+        "weighted_fill_rate": "float64",
+        "mean_fill_rate": "float64",
+        "fully_filled_share": "float64",
+    }
+    f = po.dropna(subset=["fill_rate"])
+    if f.empty:
+        return empty(cols)
+    w = f["requested_notional"].where(f["requested_notional"] > 0)
+    work = f.assign(_wx=f["fill_rate"] * w, _w=w, _full=(f["fill_rate"] >= 0.9999).astype(float))
+    g = work.groupby("type", sort=True)
+    out = pd.DataFrame(
+        {
+            "orders": g.size(),
+            "weighted_fill_rate": g["_wx"].sum(min_count=1) / g["_w"].sum(min_count=1),
+            "mean_fill_rate": g["fill_rate"].mean(),
+            "fully_filled_share": g["_full"].mean(),
+        }
+    )
+    return _conform(out.reset_index(), cols)
+
+
+def outcomes(po: pd.DataFrame) -> pd.DataFrame:
+    """Per order type: orders and share of each outcome."""
+    cols = {"type": "str", "outcome": "str", "orders": "int64", "share": "float64"}
+    if po.empty:
+        return empty(cols)
+    out = po.groupby(["type", "outcome"], sort=True).size().rename("orders").reset_index()
+    out["share"] = out["orders"] / out.groupby("type")["orders"].transform("sum")
+    return _conform(out, cols)
+
+
+def funnel(po: pd.DataFrame) -> pd.DataFrame:
+    """Limit orders: created, then how many triggered/executed/expired/cancelled/rejected."""
+    cols = {"stage": "str", "orders": "int64", "share": "float64"}
+    lim = po[po["type"] == "limit"]
+    if lim.empty:
+        return empty(cols)
+    n = len(lim)
+    counts = lim["outcome"].value_counts()
+    triggered = lim["triggeredAt"].notna() | (lim["outcome"] == "executed")
+    rows = [
+        ("created", n),
+        ("triggered (known)", int(triggered.sum())),
+        ("executed", int(counts.get("executed", 0))),
+        ("expired", int(counts.get("expired", 0))),
+        ("cancelled", int(counts.get("cancelled", 0))),
+        ("rejected", int(counts.get("rejected", 0))),
+        ("active", int(counts.get("active", 0))),
+    ]
+    out = pd.DataFrame(rows, columns=["stage", "orders"])
+    out["share"] = out["orders"] / n
+    return _conform(out, cols)
+
+
+def maker_share(trades: pd.DataFrame | None, po: pd.DataFrame) -> pd.DataFrame:
+    """Maker share of trades, by count and by cost, per venue of the order and overall."""
+    cols = {
+        "venue": "str",
+        "trades": "int64",
+        "maker_trades": "int64",
+        "maker_share": "float64",
+        "maker_cost_share": "float64",
+    }
+    if trades is None or len(trades) == 0 or "orderId" not in trades.columns:
+        return empty(cols)
+    t = pd.DataFrame(
+        {
+            "orderId": _text(trades, "orderId"),
+            "maker": (_text(trades, "takerOrMaker").str.lower() == "maker").astype("int64"),
+            "cost": _num(trades, "cost"),
+        }
+    )
+    t["venue"] = t["orderId"].map(po.set_index("orderId")["venue"]).fillna(NONE_LABEL)
+    t["maker_cost"] = t["cost"].where(t["maker"] == 1, 0.0)
+    both = pd.concat([t, t.assign(venue="(all)")], ignore_index=True)
+    g = both.groupby("venue", sort=True)
+    out = pd.DataFrame(
+        {
+            "trades": g.size(),
+            "maker_trades": g["maker"].sum(),
+            "maker_cost": g["maker_cost"].sum(min_count=1),
+            "cost": g["cost"].sum(min_count=1),
+        }
+    )
+    out["maker_share"] = out["maker_trades"] / out["trades"]
+    out["maker_cost_share"] = out["maker_cost"] / out["cost"]
+    return _conform(out.reset_index(), cols)
+
+
+def rejections(po: pd.DataFrame) -> pd.DataFrame:
+    """Rejected orders per type and reason (errorMessage, else statusReason)."""
+    cols = {"type": "str", "reason": "str", "orders": "int64", "share": "float64"}
+    r = po[po["status"] == "REJECTED"]
+    if r.empty:
+        return empty(cols)
+    out = r.groupby(["type", "reject_reason"], sort=True).size().rename("orders").reset_index()
+    out = out.rename(columns={"reject_reason": "reason"})
+    out["share"] = out["orders"] / out.groupby("type")["orders"].transform("sum")
+    return _conform(out.sort_values(["type", "orders"], ascending=[True, False]), cols)

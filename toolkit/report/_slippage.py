@@ -1,0 +1,81 @@
+"""Slippage, routing and markout tables: executed prices against the venue's quote, the best
+clean quote, the arrival mid and the mids after each horizon."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from toolkit.report._columns import _conform, empty
+from toolkit.report._definitions import MARKOUT_HORIZONS_S
+
+
+def _stats(values: pd.Series, weights: pd.Series) -> dict[str, float]:
+    ok = values.notna()
+    v, w = values[ok], weights[ok]
+    wok = w > 0
+    return {
+        "orders": float(ok.sum()),
+        "notional": float(w[wok].sum()) if wok.any() else np.nan,
+        "weighted_mean_bp": float((v[wok] * w[wok]).sum() / w[wok].sum()) if wok.any() else np.nan,
+        "mean_bp": float(v.mean()) if len(v) else np.nan,
+        "median_bp": float(v.median()) if len(v) else np.nan,
+        "p10_bp": float(v.quantile(0.1)) if len(v) else np.nan,
+        "p90_bp": float(v.quantile(0.9)) if len(v) else np.nan,
+    }
+
+
+SLIPPAGE_COLUMNS = {
+    "metric": "str",
+    "orders": "int64",
+    "notional": "float64",
+    "weighted_mean_bp": "float64",
+    "mean_bp": "float64",
+    "median_bp": "float64",
+    "p10_bp": "float64",
+    "p90_bp": "float64",
+}
+
+
+def slippage(po: pd.DataFrame) -> pd.DataFrame:
+    """Distribution of each slippage measure: one row per measure that has data."""
+    rows = []
+    metrics = {
+        "quote slippage": "quote_slippage_bp",
+        "vs best clean quote": "best_quote_slippage_bp",
+        "arrival slippage": "arrival_slippage_bp",
+    }
+    for label, col in metrics.items():
+        if po[col].notna().any():
+            rows.append({"metric": label, **_stats(po[col], po["notional"])})
+    return _conform(pd.DataFrame(rows), SLIPPAGE_COLUMNS) if rows else empty(SLIPPAGE_COLUMNS)
+
+
+def routing(po: pd.DataFrame) -> pd.DataFrame:
+    """Shares of orders improved / at / worse than the best clean quote."""
+    cols = {"outcome": "str", "orders": "int64", "share": "float64", "notional_share": "float64"}
+    r = po.dropna(subset=["routing_outcome"])
+    if r.empty:
+        return empty(cols)
+    g = r.groupby("routing_outcome")
+    out = pd.DataFrame({"orders": g.size(), "notional": g["notional"].sum(min_count=1)})
+    out = out.reindex(["improved", "at", "worse"], fill_value=0)
+    out["share"] = out["orders"] / out["orders"].sum()
+    out["notional_share"] = out["notional"] / out["notional"].sum()
+    return _conform(out.rename_axis("outcome").reset_index(), cols)
+
+
+def markouts(po: pd.DataFrame) -> pd.DataFrame:
+    """Per horizon: orders with a mid, notional-weighted and median markout."""
+    cols = {
+        "horizon_s": "int64",
+        "orders": "int64",
+        "weighted_mean_bp": "float64",
+        "median_bp": "float64",
+    }
+    rows = []
+    for h in MARKOUT_HORIZONS_S:
+        s = _stats(po[f"markout_{h}s_bp"], po["notional"])
+        if s["orders"]:
+            rows.append({"horizon_s": h, **s})
+    return _conform(pd.DataFrame(rows), cols) if rows else empty(cols)
