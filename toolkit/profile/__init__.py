@@ -1,0 +1,40 @@
+"""The service profile: every choice the spec leaves unshown (sign-in, identity, routes,
+list items, payload shapes, texts, codes, limits) as data both the client and simulator take.
+
+May import ``toolkit.errors`` and ``toolkit.protocol`` only; standard library otherwise."""
+
+from __future__ import annotations
+
+from toolkit.profile._model import (
+    DEFAULT_PROFILE,
+    SECTIONS,
+    Listing,
+    Orders,
+    Payloads,
+    Rest,
+    ServiceProfile,
+    Signin,
+    Stream,
+)
+from toolkit.profile._paths import ID_CANDIDATES, find_field, get_path, has_path
+from toolkit.profile._toml import dump_profile, dumps_profile, load_profile, profile_from_env
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "ID_CANDIDATES",
+    "SECTIONS",
+    "Listing",
+    "Orders",
+    "Payloads",
+    "Rest",
+    "ServiceProfile",
+    "Signin",
+    "Stream",
+    "dump_profile",
+    "dumps_profile",
+    "find_field",
+    "get_path",
+    "has_path",
+    "load_profile",
+    "profile_from_env",
+]
