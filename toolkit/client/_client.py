@@ -19,6 +19,7 @@ from toolkit.client._settings import Settings, mask_key
 from toolkit.client._sync import LoopThread
 from toolkit.client._transport import AsyncRest, Route, Sleep, decode_json
 from toolkit.errors import InvalidRequest, ToolkitError, redact_url
+from toolkit.profile import ServiceProfile
 from toolkit.protocol import validate_limit, validate_order_id, validate_status_filter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,6 +121,11 @@ class Client(LimitOrderWrites):
     @property
     def settings(self) -> Settings:
         return self._settings
+
+    @property
+    def profile(self) -> ServiceProfile:
+        """The service profile: every unshown choice about the service this client assumes."""
+        return self._settings.profile
 
     @property
     def state(self) -> ClientState:

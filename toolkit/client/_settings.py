@@ -12,6 +12,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from toolkit.errors import InvalidRequest, redact_url
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.protocol import ACTIVE, FINALIZED
 
 #: where ``toolkit sim`` listens when no port is given
@@ -111,6 +112,8 @@ class Settings:
     status_case: Literal["upper", "lower"] = "upper"
     active_statuses: frozenset[str] = ACTIVE
     finalized_statuses: frozenset[str] = FINALIZED
+    # every unshown choice about the service (toolkit.profile)
+    profile: ServiceProfile = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
         base = _check_url(self.base_url, ("http", "https"), "base_url")

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.profile import ServiceProfile
     from toolkit.stream._session import StreamSession
 
 
@@ -23,6 +24,11 @@ class TokenSource(Protocol):
 
     @property
     def settings(self) -> HasWsUrl: ...
+
+    @property
+    def profile(self) -> ServiceProfile:
+        """The service profile the client was made with (what the stream expects)."""
+        ...
 
     async def atoken(self) -> str: ...
 
