@@ -1,31 +1,72 @@
-"""Shared fixtures: a real simulator on loopback for every test that talks to the network."""
+"""Shared fixtures: a real simulator on loopback for every test that talks to the network,
+under each service profile of ``profiles/`` (the default and a deliberately different one).
+
+``TOOLKIT_TEST_PROFILES`` (comma-separated names of ``profiles/*.toml``) picks the profiles;
+all of them by default. The simulator's own tests (tests/sim/) pin the default profile and
+test the other one in tests/sim/test_profiles.py.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
 from toolkit.sim import Simulator
 
+ROOT = Path(__file__).resolve().parents[1]
+
 # bench/_synthetic.py (synthetic orders) serves the tests too
-_BENCH = str(Path(__file__).resolve().parents[1] / "bench")
+_BENCH = str(ROOT / "bench")
 if _BENCH not in sys.path:
     sys.path.insert(0, _BENCH)
 
 
+def test_profiles() -> dict[str, ServiceProfile]:
+    """The profiles the network tests run under, by name."""
+    names = [n.strip() for n in os.environ.get("TOOLKIT_TEST_PROFILES", "default,alt").split(",")]
+    out: dict[str, ServiceProfile] = {}
+    for name in filter(None, names):
+        out[name] = (
+            DEFAULT_PROFILE
+            if name == "default"
+            else load_profile(ROOT / "profiles" / f"{name}.toml")
+        )
+    return out
+
+
+test_profiles.__test__ = False  # type: ignore[attr-defined]
+PROFILES = test_profiles()
+
+
+@pytest.fixture(scope="session", params=list(PROFILES), ids=lambda name: f"profile={name}")
+def service_profile(request: pytest.FixtureRequest) -> ServiceProfile:
+    """The service profile both the simulator and the client take in this test."""
+    return PROFILES[request.param]
+
+
 @pytest.fixture(scope="session")
-def sim() -> Iterator[Simulator]:
-    """One simulator for the session, engine off so tests drive every change themselves.
-    Tests that flip knobs use ``fresh_sim`` instead."""
-    with Simulator(seed=7, engine=False, history_orders=300) as s:
+def service_profile_file(
+    service_profile: ServiceProfile, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The current profile as a TOML file, for what reads ``TOOLKIT_PROFILE``."""
+    return service_profile.dump(tmp_path_factory.mktemp("profile") / f"{service_profile.name}.toml")
+
+
+@pytest.fixture(scope="session")
+def sim(service_profile: ServiceProfile) -> Iterator[Simulator]:
+    """One simulator per profile for the session, engine off so tests drive every change
+    themselves. Tests that flip knobs use ``fresh_sim`` instead."""
+    with Simulator(seed=7, engine=False, history_orders=300, profile=service_profile) as s:
         yield s
 
 
 @pytest.fixture
-def fresh_sim() -> Iterator[Simulator]:
+def fresh_sim(service_profile: ServiceProfile) -> Iterator[Simulator]:
     """A private simulator for tests that change knobs or state."""
-    with Simulator(seed=11, engine=False, history_orders=120) as s:
+    with Simulator(seed=11, engine=False, history_orders=120, profile=service_profile) as s:
         yield s

@@ -27,6 +27,7 @@ def test_public_names_are_the_documented_ones() -> None:
         "OrderStatusView",
         "execution_report",
         "CancelResult",
+        "ServiceProfile",
     }
     assert expected <= set(toolkit.__all__)
 

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "Client": "toolkit.client",
     "Settings": "toolkit.client",
     "Simulator": "toolkit.sim",
+    "ServiceProfile": "toolkit.profile",
     "OrderFrames": "toolkit.frames",
     "build_frames": "toolkit.frames",
     "CancelResult": "toolkit.client",
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "TickerView": "toolkit.widgets",
     "OrderStatusView": "toolkit.widgets",
     "execution_report": "toolkit.report",
+    "diagnose": "toolkit.doctor",
     "ExecutionReport": "toolkit.report",
     "ToolkitError": "toolkit.errors",
     "InvalidRequest": "toolkit.errors",
@@ -74,6 +76,7 @@ __all__ = [
     "Recorder",
     "RouteNotActive",
     "ServiceError",
+    "ServiceProfile",
     "ServiceUnavailable",
     "SessionEvent",
     "Settings",
@@ -86,6 +89,7 @@ __all__ = [
     "TransportError",
     "__version__",
     "build_frames",
+    "diagnose",
     "execution_report",
     "read_recording",
     "replay",
@@ -93,6 +97,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client import CancelOutcome, CancelResult, Client, Settings
+    from toolkit.doctor import diagnose
     from toolkit.errors import (
         AuthenticationError,
         BadRequest,
@@ -110,6 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover
         TransportError,
     )
     from toolkit.frames import OrderFrames, build_frames
+    from toolkit.profile import ServiceProfile
     from toolkit.recording import Recorder, read_recording, replay
     from toolkit.report import ExecutionReport, execution_report
     from toolkit.sim import Simulator

@@ -15,7 +15,7 @@ from toolkit.sim import Simulator
 
 @pytest.fixture
 def env(sim: Simulator, monkeypatch: pytest.MonkeyPatch) -> Simulator:
-    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID"):
+    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID", "TOOLKIT_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TOOLKIT_BASE_URL", sim.base_url)
     monkeypatch.setenv("TOOLKIT_API_KEY", "demo")

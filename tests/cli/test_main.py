@@ -14,7 +14,7 @@ def test_every_subcommand_is_registered(capsys: pytest.CaptureFixture[str]) -> N
     text = capsys.readouterr().out
     for name in ("demo", "sim", "load", "record", "report"):
         assert name in text
-    assert [name for name, _ in COMMANDS] == ["demo", "sim", "load", "record", "report"]
+    assert [name for name, _ in COMMANDS] == ["demo", "sim", "load", "record", "report", "doctor"]
 
 
 def test_a_command_is_required() -> None:

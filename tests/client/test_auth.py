@@ -12,6 +12,7 @@ import pytest
 from toolkit.client._auth import TokenAuth
 from toolkit.client._client import Client
 from toolkit.errors import AuthenticationError, InvalidRequest, ServiceError
+from toolkit.profile import DEFAULT_PROFILE
 from toolkit.sim import Simulator
 
 
@@ -176,12 +177,14 @@ def test_repr_never_shows_the_token(sim: Simulator) -> None:
         assert "token=<set>" in repr(client.auth)
 
 
-def test_settings_name_the_signin_fields(sim: Simulator) -> None:
-    # a service that used other field names would be reached by changing settings only
-    client = Client(sim.base_url, api_key="demo", api_secret="demo-secret", signin_key_field="key")
+def test_profile_names_the_signin_fields(sim: Simulator) -> None:
+    # a service that used other field names would be reached by changing the profile only
+    profile = DEFAULT_PROFILE.replace({"signin.key_field": "key"})
+    client = Client(sim.base_url, api_key="demo", api_secret="demo-secret", profile=profile)
     with client, pytest.raises(ServiceError, match="sign-in failed") as info:
         client.token()
     assert info.value.status == 400
+    assert "signin.key_field" in str(info.value)
 
 
 def test_without_credentials_requests_are_refused_clearly(sim: Simulator) -> None:

@@ -14,6 +14,7 @@ import pytest
 from toolkit.client._cancel import CancelOutcome, CancelResult, outcome_from_state
 from toolkit.client._client import Client
 from toolkit.errors import OrderNotFound
+from toolkit.profile import DEFAULT_PROFILE
 from toolkit.sim import Simulator
 
 
@@ -99,10 +100,18 @@ def test_wrong_profile_is_order_not_found(slow_cancel_sim: Simulator) -> None:
 
 
 def test_profile_in_the_query(slow_cancel_sim: Simulator) -> None:
-    client, _ = counting(slow_cancel_sim, cancel_profile_in="query")
-    with client:
+    patches: list[httpx.Request] = []
+
+    async def on_request(request: httpx.Request) -> None:
+        if request.method == "PATCH":
+            patches.append(request)
+
+    profile = DEFAULT_PROFILE.replace({"rest.cancel_profile_in": "query"})
+    with slow_cancel_sim.client(profile=profile, event_hooks={"request": [on_request]}) as client:
         order_id = new_order(client)
         assert client.cancel_limit_order(order_id).accepted
+    assert patches[0].url.params["profileId"] == "P1"
+    assert b"profileId" not in patches[0].content
 
 
 def test_batch_cancel_gives_one_result_per_order(slow_cancel_sim: Simulator) -> None:
@@ -128,7 +137,9 @@ def test_batch_cancel_gives_one_result_per_order(slow_cancel_sim: Simulator) -> 
 
 
 def test_batch_cancel_is_chunked(slow_cancel_sim: Simulator) -> None:
-    client, sent = counting(slow_cancel_sim, batch_cancel_max=2)
+    client, sent = counting(
+        slow_cancel_sim, profile=DEFAULT_PROFILE.replace({"rest.batch_cancel_max": 2})
+    )
     with client:
         ids = [new_order(client) for _ in range(5)]
         results = client.cancel_limit_orders(ids)

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import pathlib
 
 import pytest
 
 from toolkit.client._client import Client, ClientState
-from toolkit.client._settings import Environment
+from toolkit.client._settings import DEFAULT_LOCAL_URL, Environment
 from toolkit.errors import InvalidRequest, OrderNotFound
+from toolkit.profile import DEFAULT_PROFILE, load_profile
 from toolkit.sim import Simulator
+
+ALT = pathlib.Path(__file__).resolve().parents[2] / "profiles" / "alt.toml"
 
 
 def test_every_async_method_has_a_sync_twin() -> None:
@@ -47,8 +51,58 @@ def test_constructor_checks() -> None:
         Client()
     with pytest.raises(InvalidRequest, match="unknown setting"):
         Client("http://127.0.0.1:1", page_sise=3)
-    client = Client("http://127.0.0.1:1", page_size=7, cancel_profile_in="query")
-    assert client.settings.page_size == 7 and client.settings.cancel_profile_in == "query"
+    profile = DEFAULT_PROFILE.replace({"rest.cancel_profile_in": "query"})
+    client = Client("http://127.0.0.1:1", page_size=7, profile=profile)
+    assert client.settings.page_size == 7 and client.profile.rest.cancel_profile_in == "query"
+    assert client.profile is client.settings.profile is profile
+
+
+def test_old_assumption_keywords_name_the_profile_setting() -> None:
+    with pytest.raises(InvalidRequest) as info:
+        Client("http://127.0.0.1:1", fetch_order_param="id")
+    assert str(info.value) == (
+        "fetch_order_param is a profile setting now: "
+        "profile=DEFAULT_PROFILE.replace({'rest.fetch_order_param': 'id'})"
+    )
+    with pytest.raises(InvalidRequest, match=r"listing\.page_max"):
+        Client.from_env({}, page_size_max=10)
+    with pytest.raises(InvalidRequest, match=r"signin\.expiry_field"):
+        Client("http://127.0.0.1:1", expires_at_field="exp")
+    with pytest.raises(InvalidRequest, match=r"listing\.active_statuses.*\['OPEN'\]"):
+        Client("http://127.0.0.1:1", active_statuses=frozenset({"OPEN"}))
+    with pytest.raises(InvalidRequest, match=r"rest\.batch_cancel_max"):
+        Client("http://127.0.0.1:1").settings.replace(batch_cancel_max=3)
+
+
+def test_from_env_takes_a_profile_and_keeps_the_local_default(
+    tmp_path: pathlib.Path,
+) -> None:
+    alt = load_profile(ALT)
+    with Client.from_env({}, profile=alt) as client:
+        assert client.profile is alt
+        assert client.settings.base_url == DEFAULT_LOCAL_URL  # no TOOLKIT_BASE_URL, no ENV
+        assert client.settings.page_size == alt.listing.page_default
+    with Client.from_env({"TOOLKIT_PROFILE": str(ALT)}) as client:
+        assert client.profile == alt
+    with Client.from_env({}) as client:
+        assert client.profile is DEFAULT_PROFILE and client.settings.page_size == 50
+    with pytest.raises(InvalidRequest, match="profile file not found"):
+        Client.from_env({"TOOLKIT_PROFILE": str(tmp_path / "missing.toml")})
+
+
+def test_page_size_follows_the_profile_bounds() -> None:
+    alt = load_profile(ALT)  # page 5..40, default 20
+    with pytest.raises(InvalidRequest, match=r"page_size must be in 5\.\.40"):
+        Client("http://127.0.0.1:1", profile=alt, page_size=50)
+    with pytest.raises(InvalidRequest, match=r"page_size must be in 5\.\.40"):
+        Client("http://127.0.0.1:1", profile=alt, page_size=4)
+    client = Client("http://127.0.0.1:1")
+    assert client.settings.page_size == 50
+    # a new profile brings its own default page size
+    assert client.settings.replace(profile=alt).page_size == 20
+    assert client.settings.replace(page_size=9).replace(profile=alt).page_size == 9
+    with pytest.raises(InvalidRequest, match=r"limit must be in 5\.\.40"):
+        Client("http://127.0.0.1:1", profile=alt).aiter_limit_orders(limit=41)
 
 
 def test_life_cycle_states(sim: Simulator) -> None:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from toolkit.client._settings import (
     DEFAULT_LOCAL_URL,
+    MOVED_TO_PROFILE,
     Environment,
     Settings,
     derive_ws_url,
     mask_key,
 )
 from toolkit.errors import InvalidRequest
+from toolkit.profile import DEFAULT_PROFILE
 
 
 def test_local_defaults_to_the_simulator_address() -> None:
@@ -82,18 +85,27 @@ def test_repr_hides_the_secret_and_most_of_the_key() -> None:
     assert mask_key(None) is None
 
 
-def test_every_assumption_is_a_documented_setting() -> None:
-    doc = Settings.__doc__ or ""
-    assumptions = [
-        "signin_path", "signin_key_field", "signin_secret_field", "token_field",
-        "expires_at_field", "auth_header", "auth_scheme", "fetch_order_param",
-        "page_size", "page_size_max", "cancel_profile_in", "timestamp_unit", "status_case",
-        "active_statuses", "finalized_statuses", "batch_cancel_path",
-    ]  # fmt: skip
+def test_assumptions_live_in_the_profile_not_in_settings() -> None:
     names = {f.name for f in dataclasses.fields(Settings)}
-    for name in assumptions:
-        assert name in names
+    for old, dotted in MOVED_TO_PROFILE.items():
+        assert old not in names
+        DEFAULT_PROFILE.get(dotted)  # the setting exists
+    assert {"profile", "page_size", "max_pages", "token_renew_margin_s"} <= names
+    doc = Settings.__doc__ or ""
+    for name in ("page_size", "max_pages", "token_renew_margin_s", "concurrency"):
         assert f"``{name}``" in doc
+
+
+def test_from_env_reads_toolkit_profile(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('name = "mine"\n[rest]\nfetch_order_param = "id"\n')
+    s = Settings.from_env({"TOOLKIT_PROFILE": str(path)})
+    assert s.profile.name == "mine" and s.profile.rest.fetch_order_param == "id"
+    # a profile given wins over the variable
+    assert Settings.from_env({"TOOLKIT_PROFILE": str(path)}, profile=DEFAULT_PROFILE).profile is (
+        DEFAULT_PROFILE
+    )
+    assert Settings.from_env({}).profile is DEFAULT_PROFILE
 
 
 @pytest.mark.parametrize(
@@ -103,8 +115,9 @@ def test_every_assumption_is_a_documented_setting() -> None:
         {"timeout": 0},
         {"max_retries": -1},
         {"page_size": 101},
-        {"cancel_profile_in": "header"},
-        {"timestamp_unit": "us"},
+        {"page_size": 0},
+        {"page_size": True},
+        {"profile": "profiles/alt.toml"},
     ],
 )
 def test_invalid_settings_are_refused(changes: dict[str, object]) -> None:

@@ -9,7 +9,15 @@ import httpx
 import pytest
 from _helpers import session
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim import Simulator
+
+
+@pytest.fixture(scope="session")
+def service_profile() -> ServiceProfile:
+    """The simulator's own tests check the default profile's wire details; the other
+    profile's are checked in test_profiles.py."""
+    return DEFAULT_PROFILE
 
 
 @pytest.fixture

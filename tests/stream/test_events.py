@@ -97,13 +97,13 @@ def test_balance_event() -> None:
         "channel": "watchbalance",
         "message": {
             "balances": [{"asset": "BRL", "free": "10", "locked": "0", "total": "10"}],
-            "timestamp": 42,
+            "timestamp": 1763000000042,
         },
     }
     ev = event_from_message(raw, **KW)
     assert isinstance(ev, BalanceEvent)
     assert ev.balances == ({"asset": "BRL", "free": "10", "locked": "0", "total": "10"},)
-    assert ev.timestamp == 42
+    assert ev.timestamp == 1763000000042
 
 
 def test_unknown_channel_is_kept_as_raw_event() -> None:

@@ -23,7 +23,7 @@ def test_newer_state_wins_and_stale_is_ignored() -> None:
     assert book.apply(note("l1", "TRIGGERED", 200)) is not None
     assert book.apply(note("l1", "OPEN", 150)) is None  # stale, arrived late
     state = book.orders["l1"]
-    assert (state.status, state.updated_at_ms, state.final) == ("TRIGGERED", 200, False)
+    assert (state.status, state.updated_at_ms, state.final) == ("TRIGGERED", 200_000, False)
     assert [t.status for t in book.history("l1")] == ["OPEN", "TRIGGERED"]
     assert book.ignored == 1
 
@@ -89,7 +89,8 @@ def test_history_is_bounded_per_order_and_overall() -> None:
     book = OrderBook(history_limit=3, history_per_order=2)
     for i, status in enumerate(["OPEN", "TRIGGERED", "OPEN", "TRIGGERED"]):
         book.apply(note("l1", status, 10 + i))
-    assert [t.updated_at_ms for t in book.history("l1")] == [12, 13]
+    # small stamps read as seconds (auto): still ordered, as milliseconds
+    assert [t.updated_at_ms for t in book.history("l1")] == [12_000, 13_000]
     for n in range(5):
         book.apply(note(f"m{n}", "closed", 100 + n))
     finished = [oid for oid, s in book.orders.items() if s.final]

@@ -14,6 +14,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("load", "toolkit.cli._load"),
     ("record", "toolkit.cli._record"),
     ("report", "toolkit.cli._report"),
+    ("doctor", "toolkit.cli._doctor"),
 )
 
 

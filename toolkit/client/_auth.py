@@ -1,15 +1,16 @@
-"""The default authentication of PRODUCT.md as a replaceable ``httpx.Auth``: sign in with
-the API key and secret, send the token as a bearer header, renew it before it expires and
-once on a 401."""
+"""The default authentication as a replaceable ``httpx.Auth``: sign in with the API key and
+secret as the service profile describes, send the token in the profile's header, renew it
+before it expires and once on a 401."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from typing import Any
 
 import httpx
@@ -20,22 +21,32 @@ from toolkit.errors import (
     InvalidRequest,
     InvalidResponse,
     ServiceError,
+    ToolkitError,
     scrub,
 )
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, Signin, get_path
 from toolkit.protocol import to_epoch_ms
 
 Clock = Callable[[], float]
+logger = logging.getLogger("toolkit.auth")
 
 
 class TokenAuth(httpx.Auth):
-    """Bearer-token auth: ``POST signin_url`` ``{apiKey, apiSecret}`` -> ``{token,
-    expiresAt}``, then ``Authorization: Bearer <token>`` on every request.
+    """Token auth as the profile describes it: ``POST signin.path`` with the key and secret
+    under ``signin.key_field``/``signin.secret_field``, the token read at
+    ``signin.token_field`` and its expiry at ``signin.expiry_field`` (dotted paths reach
+    nested fields), then ``rest.auth_header: <rest.auth_scheme> <token>`` on every request
+    (the bare token when the scheme is empty).
 
-    The token is renewed when less than ``renew_margin_s`` (at most a tenth of its
-    lifetime) is left before ``expiresAt``, and once more when a request answers 401 with
-    the token it carried; a second 401 is returned to the caller. Concurrent requests
-    share one sign-in. ``clock`` (wall seconds) is injectable for tests. Field names and
-    the header come from :class:`~toolkit.client._settings.Settings`.
+    Expiry (``signin.expiry_kind``/``signin.expiry_unit``): ``absolute`` is a Unix moment
+    (``auto``: seconds vs milliseconds by magnitude); ``ttl`` is a time to live (``auto``:
+    seconds, unless the number is above 10**7, i.e. more than 115 days in seconds, when it
+    is read as milliseconds). The token is renewed when less than ``renew_margin_s`` (at
+    most a tenth of its lifetime) is left, and once more when a request answers 401 with
+    the token it carried; a second 401 is returned to the caller. A token whose expiry is
+    missing, unreadable or already past by our clock is used until a 401 (never a sign-in
+    before every call). Concurrent requests share one sign-in. ``clock`` (wall seconds) is
+    injectable for tests.
     """
 
     # the flows read the sign-in bodies themselves; other responses are left to the caller
@@ -45,14 +56,9 @@ class TokenAuth(httpx.Auth):
         self,
         api_key: str,
         api_secret: str,
-        signin_url: str,
+        base_url: str,
         *,
-        key_field: str = "apiKey",
-        secret_field: str = "apiSecret",
-        token_field: str = "token",
-        expires_at_field: str = "expiresAt",
-        header: str = "Authorization",
-        scheme: str = "Bearer",
+        profile: ServiceProfile = DEFAULT_PROFILE,
         renew_margin_s: float = 30.0,
         clock: Clock = time.time,
     ) -> None:
@@ -60,13 +66,10 @@ class TokenAuth(httpx.Auth):
             raise InvalidRequest("api_key and api_secret are both required to sign in")
         self._api_key = api_key
         self._api_secret = api_secret
-        self._signin_url = signin_url
-        self._key_field = key_field
-        self._secret_field = secret_field
-        self._token_field = token_field
-        self._expires_at_field = expires_at_field
-        self._header = header
-        self._scheme = scheme
+        self._signin = profile.signin
+        self._signin_url = base_url.rstrip("/") + profile.signin.path
+        self._header = profile.rest.auth_header
+        self._scheme = profile.rest.auth_scheme
         self._renew_margin_s = renew_margin_s
         self._clock = clock
         self._token: str | None = None
@@ -87,13 +90,8 @@ class TokenAuth(httpx.Auth):
         return cls(
             settings.api_key,
             settings.api_secret,
-            settings.base_url + settings.signin_path,
-            key_field=settings.signin_key_field,
-            secret_field=settings.signin_secret_field,
-            token_field=settings.token_field,
-            expires_at_field=settings.expires_at_field,
-            header=settings.auth_header,
-            scheme=settings.auth_scheme,
+            settings.base_url,
+            profile=settings.profile,
             renew_margin_s=settings.token_renew_margin_s,
             clock=clock,
         )
@@ -109,6 +107,11 @@ class TokenAuth(httpx.Auth):
         """Values that must never appear in text we produce."""
         return (self._api_secret, self._token, self._api_key)
 
+    @property
+    def renew_at(self) -> float | None:
+        """Wall seconds after which the token is renewed before use; None: only on a 401."""
+        return self._renew_at
+
     def needs_signin(self) -> bool:
         if self._token is None:
             return True
@@ -119,46 +122,71 @@ class TokenAuth(httpx.Auth):
         self._renew_at = None
 
     def signin_request(self) -> httpx.Request:
-        body = {self._key_field: self._api_key, self._secret_field: self._api_secret}
+        body = {self._signin.key_field: self._api_key, self._signin.secret_field: self._api_secret}
         return httpx.Request("POST", self._signin_url, json=body)
 
     def accept_signin(self, response: httpx.Response) -> str:
         """Take the token from a sign-in response, or raise."""
         text = scrub(response.text, self.secrets)
         url = str(response.request.url)
-        if response.status_code in (401, 403):
+        status = response.status_code
+        where: dict[str, Any] = {"method": "POST", "url": url, "status": status}
+        if status in self._signin.bad_credentials_statuses:
             raise AuthenticationError(
-                "sign-in refused: check the API key and secret",
-                method="POST",
-                url=url,
-                status=response.status_code,
+                f"sign-in refused with HTTP {status}: bad API key/secret; check "
+                "TOOLKIT_API_KEY and TOOLKIT_API_SECRET (or api_key=/api_secret=)",
                 body=text,
+                **where,
             )
         if not response.is_success:
-            raise ServiceError(
-                "sign-in failed", method="POST", url=url, status=response.status_code, body=text
-            )
+            raise signin_failure(status, text, self._signin, where)
         try:
             payload: Any = json.loads(response.content)
-            token = payload[self._token_field]
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
             raise InvalidResponse(
-                f"sign-in response without a {self._token_field!r} field",
-                method="POST",
-                url=url,
-                status=response.status_code,
+                f"sign-in answer is not JSON; the token is expected at signin.token_field "
+                f"({self._signin.token_field!r})",
+                **where,
             ) from None
+        token = get_path(payload, self._signin.token_field)
+        if token is None:
+            raise InvalidResponse(
+                f"sign-in answer has no token at signin.token_field "
+                f"({self._signin.token_field!r}); the answer's fields: "
+                f"{', '.join(field_names(payload)) or '(none)'}",
+                **where,
+            )
         if not isinstance(token, str) or not token:
-            raise InvalidResponse("sign-in returned an empty token", method="POST", url=url)
+            raise InvalidResponse(
+                f"sign-in answer's signin.token_field ({self._signin.token_field!r}) is not a "
+                "non-empty string",
+                **where,
+            )
         now = self._clock()
+        expires = expiry_seconds(
+            get_path(payload, self._signin.expiry_field),
+            kind=self._signin.expiry_kind,
+            unit=self._signin.expiry_unit,
+            now=now,
+        )
         renew_at: float | None = None
-        try:
-            expires_ms = to_epoch_ms(payload.get(self._expires_at_field))
-        except InvalidResponse:
-            expires_ms = None
-        if expires_ms is not None:
-            expires = expires_ms / 1000.0
-            lifetime = max(0.0, expires - now)
+        if expires is None:
+            logger.info(
+                "sign-in answer has no readable expiry at signin.expiry_field (%r): the token "
+                "is used until the service answers 401",
+                self._signin.expiry_field,
+            )
+        elif expires <= now:
+            logger.warning(
+                "sign-in answer's expiry (signin.expiry_field %r, kind %s, unit %s) is already "
+                "past by this machine's clock: the token is used until the service answers "
+                "401; check the clock or signin.expiry_kind/expiry_unit",
+                self._signin.expiry_field,
+                self._signin.expiry_kind,
+                self._signin.expiry_unit,
+            )
+        else:
+            lifetime = expires - now
             renew_at = expires - min(self._renew_margin_s, lifetime / 10.0)
         self._token = token
         self._renew_at = renew_at
@@ -166,7 +194,7 @@ class TokenAuth(httpx.Auth):
         return token
 
     def apply(self, request: httpx.Request, token: str) -> None:
-        request.headers[self._header] = f"{self._scheme} {token}" if self._scheme else token
+        request.headers[self._header] = auth_value(self._scheme, token)
 
     # -- flows --------------------------------------------------------------------------
 
@@ -234,3 +262,81 @@ class TokenAuth(httpx.Auth):
         assert self._token is not None
         self.apply(request, self._token)
         yield request
+
+
+def auth_value(scheme: str, token: str) -> str:
+    """The identity header's value: ``<scheme> <token>``, or the bare token."""
+    return f"{scheme} {token}" if scheme else token
+
+
+#: a ttl above this many units is read as milliseconds under ``expiry_unit = "auto"``
+TTL_AUTO_MS_ABOVE = 10**7
+
+
+def expiry_seconds(value: object, *, kind: str, unit: str, now: float) -> float | None:
+    """The moment (wall seconds) a token expires, from the sign-in answer's expiry value;
+    None when it is missing or not a number.
+
+    ``absolute``: a Unix moment, ``auto`` telling seconds from milliseconds by magnitude.
+    ``ttl``: a time to live from ``now``; ``auto`` reads seconds unless the number is above
+    10**7 (115 days in seconds, a plausible 2.8 hours in milliseconds), then milliseconds.
+    """
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    if kind == "ttl":
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        if number != number or number in (float("inf"), float("-inf")):
+            return None
+        if unit == "ms" or (unit == "auto" and number > TTL_AUTO_MS_ABOVE):
+            number /= 1000.0
+        return now + number
+    try:
+        ms = to_epoch_ms(value, unit)
+    except (InvalidResponse, OverflowError, ValueError):
+        return None
+    return None if ms is None else ms / 1000.0
+
+
+def field_names(payload: object, prefix: str = "", depth: int = 3) -> list[str]:
+    """Dotted names of the fields of a JSON object (nested objects too, a few levels);
+    never their values."""
+    if not isinstance(payload, Mapping):
+        return []
+    names: list[str] = []
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        names.append(name)
+        if depth > 1 and isinstance(value, Mapping):
+            names.extend(field_names(value, f"{name}.", depth - 1))
+    return names
+
+
+def signin_failure(status: int, text: str, signin: Signin, where: dict[str, Any]) -> ToolkitError:
+    """The error of a failed sign-in that is not "bad credentials", naming the setting that
+    is the likely cause."""
+    if status in (404, 405):
+        return ServiceError(
+            f"sign-in failed: HTTP {status} at {signin.path}; if the service signs in "
+            "elsewhere, set the profile's signin.path",
+            body=text,
+            **where,
+        )
+    if status in (400, 422):
+        return ServiceError(
+            f"sign-in failed: HTTP {status}, the service refused the request; check the "
+            f"profile's signin.key_field ({signin.key_field!r}) and signin.secret_field "
+            f"({signin.secret_field!r})",
+            body=text,
+            **where,
+        )
+    if status in (401, 403):
+        return AuthenticationError(
+            f"sign-in refused with HTTP {status} (not among the profile's "
+            f"signin.bad_credentials_statuses {list(signin.bad_credentials_statuses)})",
+            body=text,
+            **where,
+        )
+    return ServiceError(f"sign-in failed: HTTP {status}", body=text, **where)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from toolkit.errors import InvalidResponse
 from toolkit.protocol import FINALIZED, TERMINAL, canonical_status, to_epoch_ms
 
 
@@ -71,9 +72,15 @@ class CancelResult:
         return f"order {self.order_id}: {self.outcome.value}{status}: {_DESCRIPTIONS[self.outcome]}"
 
 
-def accepted(order_id: str, body: Mapping[str, Any], http_status: int | None) -> CancelResult:
-    """The result of a 2xx cancel (or an accepted item of a batch)."""
-    ms = to_epoch_ms(body.get("cancelRequestedAt"))
+def accepted(
+    order_id: str, body: Mapping[str, Any], http_status: int | None, unit: str = "auto"
+) -> CancelResult:
+    """The result of a 2xx cancel (or an accepted item of a batch); ``unit`` is the
+    profile's ``orders.timestamp_unit``. An unreadable ``cancelRequestedAt`` is left out."""
+    try:
+        ms = to_epoch_ms(body.get("cancelRequestedAt"), unit)
+    except InvalidResponse:
+        ms = None
     raw_status = body.get("status")
     return CancelResult(
         order_id=order_id,
@@ -87,7 +94,8 @@ def accepted(order_id: str, body: Mapping[str, Any], http_status: int | None) ->
 
 def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOutcome:
     """Meaning of a refused cancel given the order's current state (read after the 409);
-    ``finalized`` is the FINALIZED membership (a setting).
+    ``finalized`` is the FINALIZED membership (the profile's
+    ``listing.finalized_statuses``).
 
     OPEN means the order was executing and re-armed since: the recorded request is being
     honoured, so it counts as deferred too.

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from toolkit.client._auth import TokenAuth
+from toolkit.client._items import ListItems, statuses_for
 from toolkit.client._orders import LimitOrderWrites, _as_order
 from toolkit.client._pagination import Paginator
-from toolkit.client._settings import Settings, mask_key
+from toolkit.client._settings import Settings, mask_key, reject_moved_settings
 from toolkit.client._sync import LoopThread
 from toolkit.client._transport import AsyncRest, Route, Sleep, decode_json
 from toolkit.errors import InvalidRequest, ToolkitError, redact_url
@@ -42,9 +43,12 @@ class Client(LimitOrderWrites):
     """The trading service, from Python.
 
     ``Client(base_url, ws_url=None, api_key=None, api_secret=None, *, profile_id=None,
-    concurrency=16, timeout=10.0, auth=None, **settings)`` or ``Client.from_env()``.
-    Any :class:`~toolkit.client._settings.Settings` field can be given as a keyword. ``auth``
-    replaces the default :class:`~toolkit.client._auth.TokenAuth` with any ``httpx.Auth``.
+    profile=None, concurrency=16, timeout=10.0, auth=None, **settings)`` or
+    ``Client.from_env(profile=...)``. ``profile`` (a :class:`~toolkit.profile.ServiceProfile`,
+    default ``DEFAULT_PROFILE``) holds every assumption about what the spec leaves unshown;
+    any other :class:`~toolkit.client._settings.Settings` field can be given as a keyword.
+    ``auth`` replaces the default :class:`~toolkit.client._auth.TokenAuth` with any
+    ``httpx.Auth``.
 
     Every network call is a coroutine (``afetch_order``...); the twin without the ``a``
     runs it on the client's private loop thread and waits, so it works in a script and
@@ -60,6 +64,7 @@ class Client(LimitOrderWrites):
         api_secret: str | None = None,
         *,
         profile_id: str | None = None,
+        profile: ServiceProfile | None = None,
         concurrency: int | None = None,
         timeout: float | None = None,
         auth: httpx.Auth | None = None,
@@ -76,10 +81,12 @@ class Client(LimitOrderWrites):
             "api_key": api_key,
             "api_secret": api_secret,
             "profile_id": profile_id,
+            "profile": profile,
             "concurrency": concurrency,
             "timeout": timeout,
         }
         changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        reject_moved_settings(options)
         unknown = sorted(set(options) - Settings.field_names())
         if unknown:
             raise InvalidRequest(f"unknown setting(s): {', '.join(unknown)}")
@@ -108,7 +115,8 @@ class Client(LimitOrderWrites):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Client:
         """A client configured from TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_WS_URL,
-        TOOLKIT_API_KEY, TOOLKIT_API_SECRET (see :meth:`Settings.from_env`)."""
+        TOOLKIT_API_KEY, TOOLKIT_API_SECRET and TOOLKIT_PROFILE (a profile TOML path, when
+        no ``profile=`` is given; see :meth:`Settings.from_env`)."""
         client_only = {
             k: options.pop(k)
             for k in ("auth", "transport", "event_hooks", "sleep", "clock")
@@ -259,23 +267,25 @@ class Client(LimitOrderWrites):
 
     async def afetch_order_raw(self, order_id: str) -> bytes:
         """The fetchOrder response body as the service sent it."""
-        oid = validate_order_id(order_id)
-        s = self._settings
-        response = await self._request(
-            "GET", s.fetch_order_path, route=Route.FETCH_ORDER, params={s.fetch_order_param: oid}
-        )
+        response = await self._fetch(order_id)
         return response.content
+
+    async def _fetch(self, order_id: str) -> httpx.Response:
+        oid = validate_order_id(order_id)
+        rest = self.profile.rest
+        return await self._request(
+            "GET",
+            rest.fetch_order_path,
+            route=Route.FETCH_ORDER,
+            params={rest.fetch_order_param: oid},
+        )
 
     def fetch_order_raw(self, order_id: str) -> bytes:
         return self._run(self.afetch_order_raw(order_id))
 
     async def afetch_order(self, order_id: str) -> dict[str, Any]:
         """The order's current state (``GET /orders/fetchOrder``); OrderNotFound on 404."""
-        oid = validate_order_id(order_id)
-        s = self._settings
-        response = await self._request(
-            "GET", s.fetch_order_path, route=Route.FETCH_ORDER, params={s.fetch_order_param: oid}
-        )
+        response = await self._fetch(order_id)
         return _as_order(decode_json(response), response)
 
     def fetch_order(self, order_id: str) -> dict[str, Any]:
@@ -285,13 +295,16 @@ class Client(LimitOrderWrites):
         self, status: str | Iterable[str] | None, limit: int | None, max_pages: int | None
     ) -> Paginator:
         s = self._settings
+        listing = s.profile.listing
+        # sent uppercase whatever case the service writes (spec 4.2: always uppercase)
         status_value = validate_status_filter(status)
-        if status_value is not None and s.status_case == "lower":
-            status_value = status_value.lower()
+        size = s.page_size if limit is None else limit
         return Paginator(
             status=status_value,
-            limit=validate_limit(s.page_size if limit is None else limit, s.page_size_max),
+            limit=validate_limit(size, listing.page_max, listing.page_min),
             max_pages=_positive_int(s.max_pages if max_pages is None else max_pages, "max_pages"),
+            items=ListItems(listing, s.profile.orders.timestamp_unit),
+            statuses=statuses_for(status_value, listing),
         )
 
     def aiter_limit_orders(
@@ -303,8 +316,13 @@ class Client(LimitOrderWrites):
     ) -> AsyncIterator[dict[str, Any]]:
         """Every limit-order list item matching ``status`` (spec 4.2), page by page.
 
-        The arguments are checked now, before anything is sent. An order seen on an
-        earlier page is not yielded again. A 503 is retried on the same token; a listing
+        The arguments are checked now, before anything is sent (``limit`` within the
+        profile's ``listing.page_min..page_max``). Items are the service's own objects; their
+        fields are read with the profile's ``listing.*_field`` mapping (the id inferred from
+        the usual names when ``listing.id_field`` is absent). An order seen on an
+        earlier page is not yielded again; an item outside ``status`` (ACTIVE/FINALIZED as
+        the profile defines them) is left out, since the service ignores a filter it does
+        not recognise. A 503 is retried on the same token; a listing
         that restarts raises PaginationLoop; 404 raises RouteNotActive.
         """
         paginator = self._paginator(status, limit, max_pages)
@@ -314,7 +332,7 @@ class Client(LimitOrderWrites):
         while not paginator.done:
             response = await self._request(
                 "GET",
-                self._settings.limit_orders_path,
+                self.profile.rest.limit_orders_path,
                 route=Route.LIST_LIMIT,
                 params=paginator.params(),
                 idempotent=True,
@@ -347,7 +365,7 @@ class Client(LimitOrderWrites):
         limit: int | None = None,
         max_pages: int | None = None,
     ) -> list[dict[str, Any]]:
-        """All list items, each order once, in the newest ``updatedAt`` seen."""
+        """All list items, each order once, in the newest updated-at seen."""
         paginator = self._paginator(status, limit, max_pages)
         async for _ in self._pages(paginator):
             pass

@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from toolkit.client._items import ItemFilter, ListItems
 from toolkit.errors import InvalidRequest, OrderNotFound
+from toolkit.profile import DEFAULT_PROFILE
 from toolkit.protocol import (
     ALL_LIMIT_STATUSES,
     to_epoch_ms,
@@ -87,7 +89,13 @@ async def aload_orders(
     statuses are sent explicitly when it is None, never a shortcut); market orders are not
     in that listing, so load them with ``ids=``. With ``ids``: exactly those orders
     (``status`` is refused then: filter the frames). ``since`` (inclusive) and ``until``
-    (exclusive) filter on ``createdAt``; ``symbols`` on the pair; both client-side.
+    (exclusive) filter on the creation moment; ``symbols`` on the pair; both client-side,
+    on the list items through the profile's ``listing.created_at_field`` /
+    ``listing.symbol_field`` (seconds or ms per ``orders.timestamp_unit``), or with
+    ``ids=`` on the fetched orders' ``createdAt``/``symbol`` (spec 2.4). Items that do not
+    carry a field a filter needs raise InvalidResponse naming the setting, never an empty
+    result. ACTIVE/FINALIZED are the profile's ``listing.active_statuses`` /
+    ``listing.finalized_statuses``.
 
     Every order is read with fetchOrder, ``settings.concurrency`` at a time, while the
     listing is still paging. An order that 404s by then is not silently lost: it is named
@@ -106,20 +114,14 @@ async def aload_orders(
         raise InvalidRequest("since must be earlier than until")
     wanted_symbols = _symbols(symbols)
     id_list = validate_order_ids(ids) if ids is not None else None
-    unit = client.settings.timestamp_unit
-    filtering = wanted_symbols is not None or since_ms is not None or until_ms is not None
-
-    def keep(item: dict[str, Any]) -> bool:
-        if wanted_symbols is not None and item.get("symbol") not in wanted_symbols:
-            return False
-        if since_ms is None and until_ms is None:
-            return True
-        created = to_epoch_ms(item.get("createdAt"), unit)
-        if created is None:
-            return False
-        if since_ms is not None and created < since_ms:
-            return False
-        return not (until_ms is not None and created >= until_ms)
+    profile = client.profile
+    item_filter = ItemFilter(symbols=wanted_symbols, since_ms=since_ms, until_ms=until_ms)
+    # with ids= the fetched orders themselves are filtered: spec 2.4 names their fields
+    bodies_reader = ListItems(
+        DEFAULT_PROFILE.listing, profile.orders.timestamp_unit, order_bodies=True
+    )
+    # checked now, before anything is sent (limit bounds, max_pages)
+    paginator = client._paginator(status_value, None, None) if id_list is None else None
 
     from toolkit.frames._frames import build_frames  # pandas/pyarrow only when loading
 
@@ -136,10 +138,12 @@ async def aload_orders(
                 await queue.put((position, oid))
                 position += 1
         else:
-            async for item in client.aiter_limit_orders(status_value):
-                if keep(item):
+            assert paginator is not None
+            reader = paginator.items
+            async for item in client._pages(paginator):
+                if item_filter.keep(item, reader):
                     # no total while listing: a notebook bar cannot grow its maximum
-                    await queue.put((position, item["id"]))
+                    await queue.put((position, reader.order_id(item)))
                     position += 1
         for _ in range(concurrency):
             await queue.put(None)
@@ -153,7 +157,11 @@ async def aload_orders(
                 missing.append(oid)
             else:
                 # with ids= the listing did not filter: the order itself is checked
-                if id_list is None or not filtering or keep(_json_object(body)):
+                if (
+                    id_list is None
+                    or not item_filter.active
+                    or item_filter.keep(_json_object(body), bodies_reader)
+                ):
                     bodies[position] = body
             bar.update(1)
 
@@ -177,7 +185,7 @@ async def aload_orders(
     fetch_seconds = time.perf_counter() - fetch_started
     raw = [bodies[i] for i in sorted(bodies)]
     build_started = time.perf_counter()
-    frames = build_frames(raw, exact=exact)
+    frames = build_frames(raw, exact=exact, profile=profile)
     build_seconds = time.perf_counter() - build_started
     frames.missing.extend(missing)
     frames.attrs.update(

@@ -22,6 +22,7 @@ from toolkit.errors import (
     OrderNotFound,
     RouteNotActive,
 )
+from toolkit.profile import ID_CANDIDATES, find_field
 from toolkit.protocol import (
     order_id_path_segment,
     validate_decimal,
@@ -72,7 +73,8 @@ class LimitOrderWrites:
     ) -> dict[str, Any]:
         """Create a limit order; returns the whole order (OPEN, or REJECTED with its
         ``statusReason``). Give exactly one of ``amount`` (crypto) and ``quote_amount``
-        (fiat). ``expires_at``: aware datetime or Unix ms; default 24 h from now.
+        (fiat). ``expires_at``: aware datetime or Unix ms; default 24 h from now; sent in
+        Unix seconds when the profile's ``orders.timestamp_unit`` is ``s``, else in ms.
         Never retried on 503 or a network error (it is not idempotent)."""
         body: dict[str, Any] = {
             "profileId": validate_profile_id(profile_id or self._settings.profile_id),
@@ -86,12 +88,14 @@ class LimitOrderWrites:
             body["amount"] = validate_decimal(amount, "amount")
         else:
             body["quoteAmount"] = validate_decimal(quote_amount, "quote_amount")
-        body["expiresAt"] = _expires_ms(expires_at)
+        expires_ms = _expires_ms(expires_at)
+        seconds = self._settings.profile.orders.timestamp_unit == "s"
+        body["expiresAt"] = expires_ms // 1000 if seconds else expires_ms
         if client_order_id is not None:
             body["clientOrderId"] = validate_order_id(client_order_id)
         response = await self._request(
             "POST",
-            self._settings.limit_orders_path,
+            self._settings.profile.rest.limit_orders_path,
             route=Route.CREATE_LIMIT,
             json_body=body,
             idempotent=False,
@@ -128,13 +132,16 @@ class LimitOrderWrites:
     ) -> CancelResult:
         """Cancel one limit order (spec 4.3) and say what that achieved.
 
-        202 -> ACCEPTED. 409 is never retried: the order is read with fetchOrder and the
-        result says DEFERRED (executing: recorded, do not resend), ALREADY_FINAL or
-        ALREADY_CANCELLING. 404 raises RouteNotActive when the limit routes are not active
-        here, else OrderNotFound (unknown order, or not in that profile).
+        Any 2xx -> ACCEPTED (route ``rest.cancel_path``; ``profileId`` in the body or the
+        query per ``rest.cancel_profile_in``). 409 is never retried: the order is read with
+        fetchOrder and the result says DEFERRED (executing: recorded, do not resend),
+        ALREADY_FINAL or ALREADY_CANCELLING. 404 raises RouteNotActive when the limit
+        routes are not active here, else OrderNotFound (unknown order, or not in that
+        profile).
         """
         oid = validate_order_id(order_id)
-        path = self._settings.cancel_path.format(order_id=order_id_path_segment(oid))
+        profile = self._settings.profile
+        path = profile.rest.cancel_path.format(order_id=order_id_path_segment(oid))
         pid = validate_profile_id(profile_id or self._settings.profile_id)
         body: dict[str, Any] = {}
         params: dict[str, str] = {}
@@ -142,7 +149,7 @@ class LimitOrderWrites:
             if not isinstance(reason, str):
                 raise InvalidRequest(f"reason must be a string, not {reason!r}")
             body["reason"] = reason
-        if self._settings.cancel_profile_in == "query":
+        if profile.rest.cancel_profile_in == "query":
             params["profileId"] = pid
         else:
             body["profileId"] = pid
@@ -158,14 +165,17 @@ class LimitOrderWrites:
         except Conflict:
             # the 409 body is not relied on: the order's state says which 409 this was
             order = await self.afetch_order(oid)
-            return _cancel.refused(oid, order, 409, self._settings.finalized_statuses)
+            return _cancel.refused(oid, order, 409, self._finalized())
         except OrderNotFound as exc:
             await self._raise_if_routes_inactive(exc)
             raise
-        payload = decode_json(response)
-        if not isinstance(payload, dict):
-            raise InvalidResponse("cancel response is not an object", method="PATCH", url=path)
-        return _cancel.accepted(oid, payload, response.status_code)
+        # any 2xx is the acceptance; its body (spec 2.6: cancelRequestedAt) is read when
+        # there is one, never required
+        payload = _json_object_or_empty(response)
+        return _cancel.accepted(oid, payload, response.status_code, profile.orders.timestamp_unit)
+
+    def _finalized(self) -> frozenset[str]:
+        return frozenset(self._settings.profile.listing.finalized_statuses)
 
     def cancel_limit_order(
         self, order_id: str, *, profile_id: str | None = None, reason: str | None = None
@@ -178,9 +188,9 @@ class LimitOrderWrites:
         try:
             await self._request(
                 "GET",
-                self._settings.limit_orders_path,
+                self._settings.profile.rest.limit_orders_path,
                 route=Route.LIST_LIMIT,
-                params={"limit": "1"},
+                params={"limit": str(self._settings.profile.listing.page_min)},
                 idempotent=True,
             )
         except RouteNotActive as probe:
@@ -197,8 +207,10 @@ class LimitOrderWrites:
     ) -> list[CancelResult]:
         """Cancel many limit orders in one request; one result per distinct id, in order.
 
-        Accepted items come from the batch response; for the others the order is read
-        with fetchOrder to decide (as for a single 409). Not found -> NOT_FOUND.
+        Sent to ``rest.batch_cancel_path`` with the ids under ``rest.batch_ids_field``,
+        at most ``rest.batch_cancel_max`` ids per request. Accepted items come from the
+        batch response; for the others the order is read with fetchOrder to decide (as for
+        a single 409). Not found -> NOT_FOUND.
         """
         ids = validate_order_ids(order_ids)
         pid = validate_profile_id(profile_id or self._settings.profile_id)
@@ -208,14 +220,19 @@ class LimitOrderWrites:
             return []
         by_id: dict[str, dict[str, Any]] = {}
         http_status: int | None = None
-        size = max(1, self._settings.batch_cancel_max)
+        rest = self._settings.profile.rest
+        unit = self._settings.profile.orders.timestamp_unit
+        size = max(1, rest.batch_cancel_max)
         for start in range(0, len(ids), size):
-            body: dict[str, Any] = {"profileId": pid, "orderIds": ids[start : start + size]}
+            body: dict[str, Any] = {
+                "profileId": pid,
+                rest.batch_ids_field: ids[start : start + size],
+            }
             if reason is not None:
                 body["reason"] = reason
             response = await self._request(
                 "POST",
-                self._settings.batch_cancel_path,
+                rest.batch_cancel_path,
                 route=Route.BATCH_CANCEL,
                 json_body=body,
                 idempotent=False,
@@ -230,18 +247,21 @@ class LimitOrderWrites:
                     url=response.request.url,
                     status=response.status_code,
                 )
-            by_id.update((i["id"], i) for i in items if isinstance(i, dict) and "id" in i)
+            for item in items:
+                key = find_field(item, "id", ID_CANDIDATES) if isinstance(item, dict) else None
+                if key is not None and isinstance(item[key], str):
+                    by_id[item[key]] = item
 
         async def decide(oid: str) -> CancelResult:
             item = by_id.get(oid)
             if item is not None and item.get("accepted") is True:
-                return _cancel.accepted(oid, item, http_status)
+                return _cancel.accepted(oid, item, http_status, unit)
             # the item's status is not relied on: the order's own state decides
             try:
                 order = await self.afetch_order(oid)
             except OrderNotFound:
                 return _cancel.not_found(oid, http_status)
-            return _cancel.refused(oid, order, http_status, self._settings.finalized_statuses)
+            return _cancel.refused(oid, order, http_status, self._finalized())
 
         return list(await asyncio.gather(*(decide(oid) for oid in ids)))
 
@@ -253,6 +273,17 @@ class LimitOrderWrites:
         reason: str | None = None,
     ) -> list[CancelResult]:
         return self._run(self.acancel_limit_orders(order_ids, profile_id=profile_id, reason=reason))
+
+
+def _json_object_or_empty(response: httpx.Response) -> dict[str, Any]:
+    """The JSON object of a 2xx body; {} for an empty or non-object body."""
+    if not response.content.strip():
+        return {}
+    try:
+        payload = decode_json(response)
+    except InvalidResponse:
+        return {}
+    return payload if isinstance(payload, dict) else {}
 
 
 def _as_order(payload: object, response: httpx.Response) -> dict[str, Any]:

@@ -3,11 +3,16 @@ back verbatim, its absence the only end, a rebuilt token detected, never a silen
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.client._items import ListItems
 from toolkit.errors import InvalidResponse, PaginationLoop
+
+logger = logging.getLogger("toolkit.listing")
 
 
 @dataclass
@@ -21,16 +26,24 @@ class Paginator:
       silent restart;
     - more than ``max_pages`` pages: PaginationLoop;
     - an id seen again on a later page (eventual consistency) is not yielded twice; the
-      copy with the newest ``updatedAt`` is kept in ``latest``.
+      copy with the newest updated-at is kept in ``latest``;
+    - items are read through ``items`` (the profile's ``listing.*_field`` mapping);
+    - ``statuses`` (when set) is checked on every item too: the service silently ignores a
+      filter it does not recognise (spec 4.2), so an item outside it is dropped, counted
+      in ``dropped`` and logged once per listing.
     """
 
     status: str | None = None
     limit: int = 50
     max_pages: int = 10_000
+    items: ListItems = field(default_factory=ListItems)
+    statuses: frozenset[str] | None = None
     pages: int = 0
     token: str | None = None
     done: bool = False
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dropped: Counter[str] = field(default_factory=Counter)
+    _seen: set[str] = field(default_factory=set)
     _tokens_seen: set[str] = field(default_factory=set)
 
     def params(self) -> dict[str, str]:
@@ -58,17 +71,23 @@ class Paginator:
         fresh: list[dict[str, Any]] = []
         repeated = 0
         for item in items:
-            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                raise InvalidResponse("listing item without a string 'id'")
-            order_id = item["id"]
-            previous = self.latest.get(order_id)
-            if previous is None:
-                self.latest[order_id] = dict(item)
-                fresh.append(dict(item))
+            order_id = self.items.order_id(item)
+            keep = self._wanted(item)
+            if order_id not in self._seen:
+                self._seen.add(order_id)
+                if keep:
+                    self.latest[order_id] = dict(item)
+                    fresh.append(dict(item))
                 continue
             repeated += 1
-            if _updated(item) > _updated(previous):
-                self.latest[order_id] = dict(item)
+            previous = self.latest.get(order_id)
+            if previous is None:
+                continue
+            if _newer(self.items.updated_ms(item), self.items.updated_ms(previous)):
+                if keep:
+                    self.latest[order_id] = dict(item)
+                else:  # its newer state is outside the filter
+                    del self.latest[order_id]
         # a restart shows up as a page made mostly of orders already seen (all of them, or
         # all but the few created meanwhile); consistency shifts repeat only a few
         if items and self.pages > 1 and repeated * 2 > len(items):
@@ -78,6 +97,7 @@ class Paginator:
                 "stopped instead of looping forever"
             )
         if not token:
+            self._log_dropped()
             # absence is the only end signal (rule 4); an empty page without token ends it
             self.done = True
             self.token = None
@@ -96,10 +116,29 @@ class Paginator:
         self.token = token
         return fresh
 
+    def _wanted(self, item: Mapping[str, Any]) -> bool:
+        if self.statuses is None:
+            return True
+        status = self.items.status(item, f"the status filter {self.status}")
+        if status in self.statuses:
+            return True
+        self.dropped[status] += 1
+        return False
 
-def _updated(item: Mapping[str, Any]) -> float:
-    value = item.get("updatedAt")
-    try:
-        return float(value) if value is not None else float("-inf")
-    except (TypeError, ValueError):
-        return float("-inf")
+    def _log_dropped(self) -> None:
+        if not self.dropped:
+            return
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.dropped.items()))
+        logger.warning(
+            "the listing for status=%s returned items outside that filter (%s); they were "
+            "left out. If the service counts them in ACTIVE/FINALIZED, set the profile's "
+            "listing.active_statuses/listing.finalized_statuses",
+            self.status,
+            counts,
+        )
+
+
+def _newer(candidate: int | None, previous: int | None) -> bool:
+    if candidate is None:
+        return False
+    return previous is None or candidate > previous

@@ -1,5 +1,5 @@
-"""Configuration of the client: where the service is, the credentials, and every assumption
-about what the spec leaves unshown, each a setting (the README's "Assumptions" table)."""
+"""Configuration of the client: where the service is, the credentials, the transport, and
+the service profile that holds every assumption about what the spec leaves unshown."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from toolkit.errors import InvalidRequest, redact_url
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.protocol import ACTIVE, FINALIZED
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, profile_from_env
 
 #: where ``toolkit sim`` listens when no port is given
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
@@ -27,43 +26,57 @@ class Environment(StrEnum):
     PRODUCTION = "production"
 
 
+#: the assumption keywords that were Settings fields and are profile settings now
+MOVED_TO_PROFILE: dict[str, str] = {
+    "signin_path": "signin.path",
+    "signin_key_field": "signin.key_field",
+    "signin_secret_field": "signin.secret_field",
+    "token_field": "signin.token_field",
+    "expires_at_field": "signin.expiry_field",
+    "auth_header": "rest.auth_header",
+    "auth_scheme": "rest.auth_scheme",
+    "fetch_order_path": "rest.fetch_order_path",
+    "fetch_order_param": "rest.fetch_order_param",
+    "limit_orders_path": "rest.limit_orders_path",
+    "cancel_path": "rest.cancel_path",
+    "batch_cancel_path": "rest.batch_cancel_path",
+    "cancel_profile_in": "rest.cancel_profile_in",
+    "batch_cancel_max": "rest.batch_cancel_max",
+    "page_size_max": "listing.page_max",
+    "timestamp_unit": "orders.timestamp_unit",
+    "status_case": "orders.status_case",
+    "active_statuses": "listing.active_statuses",
+    "finalized_statuses": "listing.finalized_statuses",
+}
+
+
+def reject_moved_settings(options: Mapping[str, Any]) -> None:
+    """InvalidRequest for an old assumption keyword, naming the profile setting to use."""
+    for name, value in options.items():
+        dotted = MOVED_TO_PROFILE.get(name)
+        if dotted is None:
+            continue
+        shown = sorted(value) if isinstance(value, set | frozenset) else value
+        raise InvalidRequest(
+            f"{name} is a profile setting now: "
+            f"profile=DEFAULT_PROFILE.replace({{{dotted!r}: {shown!r}}})"
+        )
+
+
 @dataclass(frozen=True, repr=False)
 class Settings:
-    """Everything the client needs, including every assumption about the service.
+    """Everything the client needs: where the service is, the credentials, the transport,
+    and the :class:`~toolkit.profile.ServiceProfile` that holds every assumption about what
+    the spec leaves unshown (sign-in, identity header, routes, list-item fields, page
+    bounds, ACTIVE/FINALIZED membership, timestamp units). Change an assumption with
+    ``Client(..., profile=DEFAULT_PROFILE.replace({"rest.fetch_order_param": "id"}))`` or
+    ``TOOLKIT_PROFILE=path/to/profile.toml``; the old keywords (``fetch_order_param=`` ...)
+    raise InvalidRequest naming the profile setting.
 
-    Assumptions about the service (defaults follow PRODUCT.md; change any of them with
-    ``Client(..., name=value)`` or ``dataclasses.replace(settings, name=value)``):
-
-    ==========================  ===========================  ====================================
-    setting                     default                      what the spec leaves unshown
-    ==========================  ===========================  ====================================
-    ``signin_path``             ``/auth/signin``             route that yields the token
-    ``signin_key_field``        ``apiKey``                   body field of the API key
-    ``signin_secret_field``     ``apiSecret``                body field of the API secret
-    ``token_field``             ``token``                    response field of the token
-    ``expires_at_field``        ``expiresAt``                response field of its expiry
-    ``auth_header``             ``Authorization``            header that carries the token
-    ``auth_scheme``             ``Bearer``                   prefix of that header's value
-    ``token_renew_margin_s``    ``30``                       renew this long before expiry
-                                                             (at most a tenth of its lifetime)
-    ``fetch_order_path``        ``/orders/fetchOrder``       route of one order
-    ``fetch_order_param``       ``orderId``                  its query parameter
-    ``limit_orders_path``       ``/orders/limit/orders``     list (GET) / create (POST)
-    ``cancel_path``             ``.../{order_id}/cancel``    cancel one (PATCH)
-    ``batch_cancel_path``       ``/orders/limit/orders/      cancel many (POST
-                                cancel``                     ``{profileId, orderIds}``)
-    ``cancel_profile_in``       ``body``                     where ``profileId`` travels
-                                                             (``body`` or ``query``)
-    ``batch_cancel_max``        ``100``                      ids per batch-cancel request
-    ``page_size``               ``50``                       page size we ask for
-    ``page_size_max``           ``100``                      largest page the service allows
-    ``max_pages``               ``10000``                    page budget of one listing
-    ``timestamp_unit``          ``auto``                     ``auto`` detects s vs ms by
-                                                             magnitude; or ``s`` / ``ms``
-    ``status_case``             ``upper``                    case of statuses we send
-    ``active_statuses``         OPEN, TRIGGERED, PROCESSING  members of ACTIVE
-    ``finalized_statuses``      the other six                members of FINALIZED
-    ==========================  ===========================  ====================================
+    Client-side settings: ``page_size`` (what we ask for; default the profile's
+    ``listing.page_default``, within ``listing.page_min``..``listing.page_max``),
+    ``max_pages`` (page budget of one listing, 10000), ``token_renew_margin_s`` (renew this
+    long before the token expires, at most a tenth of its lifetime; 30).
 
     Transport settings: ``concurrency`` (requests in flight, 16), ``timeout`` (seconds per
     request, 10), ``max_retries`` (5), ``backoff_base_s`` (0.2), ``backoff_max_s`` (10),
@@ -86,32 +99,11 @@ class Settings:
     backoff_base_s: float = 0.2
     backoff_max_s: float = 10.0
     retry_after_max_s: float = 60.0
-    # auth assumptions
-    signin_path: str = "/auth/signin"
-    signin_key_field: str = "apiKey"
-    signin_secret_field: str = "apiSecret"
-    token_field: str = "token"
-    expires_at_field: str = "expiresAt"
-    auth_header: str = "Authorization"
-    auth_scheme: str = "Bearer"
+    # client-side choices
     token_renew_margin_s: float = 30.0
-    # route assumptions
-    fetch_order_path: str = "/orders/fetchOrder"
-    fetch_order_param: str = "orderId"
-    limit_orders_path: str = "/orders/limit/orders"
-    cancel_path: str = "/orders/limit/orders/{order_id}/cancel"
-    batch_cancel_path: str = "/orders/limit/orders/cancel"
-    cancel_profile_in: Literal["body", "query"] = "body"
-    batch_cancel_max: int = 100
-    # listing assumptions
-    page_size: int = 50
-    page_size_max: int = 100
+    #: page size we ask for; None -> the profile's listing.page_default
+    page_size: int | None = None
     max_pages: int = 10_000
-    # data assumptions
-    timestamp_unit: Literal["auto", "s", "ms"] = "auto"
-    status_case: Literal["upper", "lower"] = "upper"
-    active_statuses: frozenset[str] = ACTIVE
-    finalized_statuses: frozenset[str] = FINALIZED
     # every unshown choice about the service (toolkit.profile)
     profile: ServiceProfile = DEFAULT_PROFILE
 
@@ -121,20 +113,29 @@ class Settings:
         ws = self.ws_url or derive_ws_url(base)
         object.__setattr__(self, "ws_url", _check_url(ws, ("ws", "wss"), "ws_url"))
         object.__setattr__(self, "environment", Environment(self.environment))
+        if not isinstance(self.profile, ServiceProfile):
+            raise InvalidRequest(
+                f"profile must be a ServiceProfile (e.g. load_profile(path)), not "
+                f"{type(self.profile).__name__}"
+            )
         if self.concurrency < 1:
             raise InvalidRequest(f"concurrency must be >= 1, not {self.concurrency}")
         if self.timeout <= 0:
             raise InvalidRequest(f"timeout must be > 0, not {self.timeout}")
         if self.max_retries < 0:
             raise InvalidRequest(f"max_retries must be >= 0, not {self.max_retries}")
-        if not 1 <= self.page_size <= self.page_size_max:
-            raise InvalidRequest(f"page_size must be in 1..{self.page_size_max}")
-        if self.cancel_profile_in not in ("body", "query"):
-            raise InvalidRequest("cancel_profile_in must be 'body' or 'query'")
-        if self.timestamp_unit not in ("auto", "s", "ms"):
-            raise InvalidRequest("timestamp_unit must be 'auto', 's' or 'ms'")
-        object.__setattr__(self, "active_statuses", frozenset(self.active_statuses))
-        object.__setattr__(self, "finalized_statuses", frozenset(self.finalized_statuses))
+        listing = self.profile.listing
+        if self.page_size is None:
+            object.__setattr__(self, "page_size", listing.page_default)
+        elif (
+            isinstance(self.page_size, bool)
+            or not isinstance(self.page_size, int)
+            or not listing.page_min <= self.page_size <= listing.page_max
+        ):
+            raise InvalidRequest(
+                f"page_size must be in {listing.page_min}..{listing.page_max} (the profile's "
+                f"listing.page_min..listing.page_max), not {self.page_size!r}"
+            )
 
     def __repr__(self) -> str:
         return (
@@ -145,7 +146,18 @@ class Settings:
         )
 
     def replace(self, **changes: Any) -> Settings:
-        """A copy with ``changes`` applied."""
+        """A copy with ``changes`` applied. A new ``profile`` brings its own default page
+        size unless ``page_size`` was chosen apart from the old profile's default."""
+        reject_moved_settings(changes)
+        unknown = sorted(set(changes) - self.field_names())
+        if unknown:
+            raise InvalidRequest(f"unknown setting(s): {', '.join(unknown)}")
+        if (
+            "profile" in changes
+            and "page_size" not in changes
+            and self.page_size == self.profile.listing.page_default
+        ):
+            changes["page_size"] = None
         return dataclasses.replace(self, **changes)
 
     @classmethod
@@ -155,13 +167,15 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_WS_URL, TOOLKIT_API_KEY,
-        TOOLKIT_API_SECRET (and TOOLKIT_PROFILE_ID); keyword ``overrides`` win.
+        TOOLKIT_API_SECRET, TOOLKIT_PROFILE_ID and TOOLKIT_PROFILE (a profile TOML path,
+        read when no ``profile=`` is given); keyword ``overrides`` win.
 
         TOOLKIT_ENV is ``local`` (default; base URL defaults to the simulator's
         http://127.0.0.1:8765), ``sandbox`` or ``production``. We know no built-in address
         of the service's environments, so those two require TOOLKIT_BASE_URL.
         """
         env = os.environ if environ is None else environ
+        reject_moved_settings(overrides)
         raw_env = overrides.pop("environment", None) or env.get("TOOLKIT_ENV") or "local"
         try:
             environment = Environment(str(raw_env).strip().lower())
@@ -187,6 +201,7 @@ class Settings:
         api_key = overrides.pop("api_key", None) or env.get("TOOLKIT_API_KEY")
         api_secret = overrides.pop("api_secret", None) or env.get("TOOLKIT_API_SECRET")
         profile_id = overrides.pop("profile_id", None) or env.get("TOOLKIT_PROFILE_ID")
+        profile = overrides.pop("profile", None) or profile_from_env(env)
         unknown = sorted(set(overrides) - cls.field_names())
         if unknown:
             raise InvalidRequest(f"unknown setting(s): {', '.join(unknown)}")
@@ -197,6 +212,7 @@ class Settings:
             api_secret=api_secret,
             profile_id=profile_id,
             environment=environment,
+            profile=profile,
             **overrides,
         )
 

@@ -34,6 +34,7 @@ from toolkit.errors import (
     redact_url,
     scrub,
 )
+from toolkit.profile import get_path
 
 logger = logging.getLogger("toolkit.rest")
 
@@ -270,7 +271,7 @@ class AsyncRest:
             "status": status,
             "body": body,
         }
-        detail = _message_of(body)
+        detail = _message_of(body, self.settings.profile.rest.error_message_field)
         suffix = f": {detail}" if detail else ""
         tried = f" after {retries} retries" if retries else ""
         if status == 404 and route in LIMIT_ROUTES:
@@ -316,11 +317,12 @@ def decode_json(response: httpx.Response) -> Any:
         ) from exc
 
 
-def _message_of(body: str) -> str:
-    """The ``message`` of an error body, for the exception text only (never for meaning)."""
+def _message_of(body: str, field: str = "message") -> str:
+    """The profile's ``rest.error_message_field`` of an error body, for the exception text
+    only (never for meaning)."""
     try:
         payload = json.loads(body)
     except ValueError:
         return ""
-    message = payload.get("message") if isinstance(payload, dict) else None
+    message = get_path(payload, field) if isinstance(payload, dict) else None
     return str(message)[:200] if message else ""

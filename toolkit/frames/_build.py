@@ -12,7 +12,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.frames._schema import EVALUATED_TICKER, FILL_CONTEXT, ORDER, TRADE, columns_of_kind
+from toolkit.frames._schema import (
+    FILL_CONTEXT,
+    ORDER,
+    TRADE,
+    QuoteFields,
+    columns_of_kind,
+    quote_struct,
+)
 
 #: exact decimals: 20 integer and 18 fractional digits hold any price or quantity we know of;
 #: a column that needs more is widened (see _exact_type), never rounded
@@ -26,8 +33,6 @@ _ORDER_DEC = columns_of_kind(ORDER, "dec")
 _ORDER_TS = columns_of_kind(ORDER, "ts")
 _TRADE_DEC = columns_of_kind(TRADE, "dec")
 _TRADE_TS = columns_of_kind(TRADE, "ts")
-_TICKER_DEC = columns_of_kind(EVALUATED_TICKER, "dec")
-_TICKER_TS = columns_of_kind(EVALUATED_TICKER, "ts")
 
 
 # --------------------------------------------------------------------------- columns
@@ -93,10 +98,14 @@ def _to_decimal(col: pa.ChunkedArray, exact: bool, name: str) -> pa.ChunkedArray
 
 
 def _epoch_ms(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Numbers of one column -> int64 Unix milliseconds, seconds detected by magnitude."""
-    biggest = pc.max(pc.abs(col)).as_py()
-    if biggest is not None and biggest < _SECONDS_BELOW:
-        col = pc.multiply(col, 1000)
+    """Numbers of one column -> int64 Unix milliseconds, seconds detected by magnitude per
+    value (below 1e11 is seconds: no real moment is ambiguous, so a column mixing the two
+    units still comes out right)."""
+    if pa.types.is_integer(col.type):
+        col = pc.cast(col, pa.int64())
+    seconds = pc.less(pc.abs(col), _SECONDS_BELOW)
+    if pc.any(seconds).as_py():
+        col = pc.if_else(seconds, pc.multiply(col, 1000), col)
     if pa.types.is_floating(col.type):
         col = pc.round(col)
     return pc.cast(col, pa.int64())
@@ -172,7 +181,10 @@ def _canonical_status(table: pa.Table) -> pa.Table:
     return table.set_column(i, "status", canonical).add_column(i + 1, "statusRaw", raw)
 
 
-def _build_tables(table: pa.Table, exact: bool) -> dict[str, pa.Table]:
+def _build_tables(
+    table: pa.Table, exact: bool, fields: QuoteFields | None = None
+) -> dict[str, pa.Table]:
+    element = quote_struct(fields or QuoteFields())
     ids = table.column("id")
     fee_present = pc.is_valid(table.column("fee"))
     orders = _flatten(table.drop_columns(["trades", "evaluatedTickers"]))
@@ -183,7 +195,12 @@ def _build_tables(table: pa.Table, exact: bool) -> dict[str, pa.Table]:
     trades = trades.add_column(0, "orderId", _take(ids, trade_rows))
 
     items, quote_rows = _explode(table.column("evaluatedTickers"))
-    quotes = _convert(_flatten(items), _TICKER_DEC, _TICKER_TS, exact)
+    quotes = _convert(
+        _flatten(items),
+        columns_of_kind(element, "dec"),
+        columns_of_kind(element, "ts"),
+        exact,
+    )
     # quote_rows is sorted, so an item's rank is its distance from its order's first item
     rank = np.arange(len(quote_rows), dtype=np.int64) - np.searchsorted(
         quote_rows, quote_rows, side="left"

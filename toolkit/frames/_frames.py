@@ -23,7 +23,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -33,7 +33,10 @@ import pyarrow.parquet as pq
 
 from toolkit.frames._build import TIMESTAMP, _build_tables
 from toolkit.frames._parse import RawOrder, _bodies, _parse
-from toolkit.frames._schema import FRAME_NAMES
+from toolkit.frames._schema import FRAME_NAMES, QuoteFields
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.profile import ServiceProfile
 
 __all__ = ["OrderFrames", "RawOrder", "build_frames"]
 
@@ -54,7 +57,12 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_types_mapper)
 
 
-def build_frames(raw_orders: Sequence[RawOrder], *, exact: bool = False) -> OrderFrames:
+def build_frames(
+    raw_orders: Sequence[RawOrder],
+    *,
+    exact: bool = False,
+    profile: ServiceProfile | None = None,
+) -> OrderFrames:
     """Normalise fetchOrder bodies into :class:`OrderFrames`.
 
     ``raw_orders`` holds one order per item: the raw response body (bytes or str) or an
@@ -64,11 +72,25 @@ def build_frames(raw_orders: Sequence[RawOrder], *, exact: bool = False) -> Orde
     values below 1e11 are seconds). Unknown fields are kept as columns with their JSON types;
     a field whose type changes between orders becomes text. Raises ``ValueError`` for a body
     that is not a JSON object and ``TypeError`` for an item of another type.
+
+    ``profile`` (default: the default profile) names the ``evaluatedTickers`` element fields
+    (``orders.quote_venue_field``, ``quote_price_field``, ``quote_time_field``,
+    ``quote_reason_field``): the evaluated_tickers frame keeps those names as columns, types
+    the price as a decimal and the time as a timestamp, and remembers the mapping in
+    ``OrderFrames.quote_fields`` (kept by ``to_parquet``) so the report reads the quotes
+    through it. Timestamps in seconds or milliseconds are told apart per value.
     """
-    return _from_tables(_build_tables(_parse(_bodies(raw_orders)), exact))
+    fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
+    tables = _build_tables(_parse(_bodies(raw_orders), fields), exact, fields)
+    return _from_tables(tables, quote_fields=fields)
 
 
-def _from_tables(tables: Mapping[str, pa.Table], missing: list[str] | None = None) -> OrderFrames:
+def _from_tables(
+    tables: Mapping[str, pa.Table],
+    missing: list[str] | None = None,
+    *,
+    quote_fields: QuoteFields | None = None,
+) -> OrderFrames:
     return OrderFrames(
         orders=_to_pandas(tables["orders"]),
         trades=_to_pandas(tables["trades"]),
@@ -76,6 +98,7 @@ def _from_tables(tables: Mapping[str, pa.Table], missing: list[str] | None = Non
         evaluated_tickers=_to_pandas(tables["evaluated_tickers"]),
         fills=_to_pandas(tables["fills"]),
         missing=list(missing or []),
+        quote_fields=quote_fields or QuoteFields(),
     )
 
 
@@ -129,7 +152,9 @@ class OrderFrames:
     """The orders of an account as five DataFrames (docs/contracts.md "Frames").
 
     ``missing`` lists the ids the loader could not fetch; ``attrs`` is free metadata (the
-    loader records how and when the frames were loaded).
+    loader records how and when the frames were loaded). ``quote_fields`` names the columns
+    of ``evaluated_tickers`` by meaning (venue, price, time, reason), as the profile the
+    frames were built with says (``orders.quote_*_field``).
     """
 
     orders: pd.DataFrame
@@ -139,11 +164,12 @@ class OrderFrames:
     fills: pd.DataFrame
     missing: list[str] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
+    quote_fields: QuoteFields = field(default_factory=QuoteFields)
 
     @classmethod
-    def empty(cls, *, exact: bool = False) -> OrderFrames:
+    def empty(cls, *, exact: bool = False, profile: ServiceProfile | None = None) -> OrderFrames:
         """Frames with no rows and the full typed schema of every known column."""
-        return build_frames([], exact=exact)
+        return build_frames([], exact=exact, profile=profile)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """Name -> DataFrame, in the order of the contract."""
@@ -173,7 +199,9 @@ class OrderFrames:
             table = _to_arrow(df)
             if name == "orders":
                 meta = dict(table.schema.metadata or {})
-                meta[_PARQUET_META_KEY] = json.dumps({"missing": list(self.missing)}).encode()
+                meta[_PARQUET_META_KEY] = json.dumps(
+                    {"missing": list(self.missing), "quote_fields": self.quote_fields.to_dict()}
+                ).encode()
                 table = table.replace_schema_metadata(meta)
             path = root / f"{name}.parquet"
             _atomic_write(path, partial(pq.write_table, table, compression="zstd"))
@@ -206,8 +234,10 @@ class OrderFrames:
         root = Path(directory)
         tables = {name: pq.read_table(root / f"{name}.parquet") for name in FRAME_NAMES}
         meta = (tables["orders"].schema.metadata or {}).get(_PARQUET_META_KEY)
-        missing = list(json.loads(meta)["missing"]) if meta else []
-        return _from_tables(tables, missing)
+        info = json.loads(meta) if meta else {}
+        missing = list(info.get("missing", []))
+        quote_fields = QuoteFields.from_dict(info.get("quote_fields"))
+        return _from_tables(tables, missing, quote_fields=quote_fields)
 
     # ------------------------------------------------------------------ notebook
 

@@ -8,12 +8,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pj
 
-from toolkit.frames._schema import ORDER, Field, ListOf, Struct
+from toolkit.frames._schema import ORDER, Field, ListOf, QuoteFields, Struct, order_spec
 
 RawOrder = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
@@ -35,10 +36,20 @@ def _wire_type(spec: Field) -> pa.DataType:
     return pa.int64() if spec == "ts" else pa.string()
 
 
+def _schema_of(order: Struct) -> pa.Schema:
+    return pa.schema([pa.field(name, _wire_type(spec)) for name, spec in order.items()])
+
+
 #: what pyarrow.json is told about the known fields: decimals stay text until we cast them
-WIRE_SCHEMA = pa.schema(
-    [pa.field(name, _wire_type(spec)) for name, spec in ORDER.items()]  # type: ignore[arg-type]
-)
+WIRE_SCHEMA = _schema_of(ORDER)
+
+
+@lru_cache(maxsize=32)
+def wire_schema(fields: QuoteFields | None = None) -> pa.Schema:
+    """``WIRE_SCHEMA`` with the evaluatedTickers element named by ``fields``."""
+    if fields is None or fields == QuoteFields():
+        return WIRE_SCHEMA
+    return _schema_of(order_spec(fields))
 
 
 def _with_type(dtype: pa.DataType, path: Path_, new: pa.DataType) -> pa.DataType:
@@ -57,8 +68,8 @@ def _with_type(dtype: pa.DataType, path: Path_, new: pa.DataType) -> pa.DataType
     return dtype
 
 
-def _schema_with(overrides: Mapping[Path_, pa.DataType]) -> pa.Schema:
-    root = pa.struct(list(WIRE_SCHEMA))
+def _schema_with(overrides: Mapping[Path_, pa.DataType], schema: pa.Schema) -> pa.Schema:
+    root = pa.struct(list(schema))
     for path, new in overrides.items():
         root = _with_type(root, path, new)
     return pa.schema(list(root))
@@ -123,19 +134,21 @@ class _RowCountMismatch(Exception):
     pass
 
 
-def _parse(bodies: list[bytes]) -> pa.Table:
+def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
+    fields = fields or QuoteFields()
+    schema = wire_schema(fields)
     if not bodies:
-        return WIRE_SCHEMA.empty_table()
+        return schema.empty_table()
     try:
-        table = _read(_join(bodies), WIRE_SCHEMA)
+        table = _read(_join(bodies), schema)
         if table.num_rows != len(bodies):
             raise _RowCountMismatch
         return table
     except (pa.ArrowInvalid, _RowCountMismatch):
         pass
-    data, overrides = _repair(bodies)
+    data, overrides = _repair(bodies, _known(fields))
     try:
-        table = _read(data, _schema_with(overrides))
+        table = _read(data, _schema_with(overrides, schema))
     except pa.ArrowInvalid as exc:
         raise ValueError(f"could not normalise the orders: {exc}") from exc
     if table.num_rows != len(bodies):  # pragma: no cover - _repair emits one line per body
@@ -190,14 +203,22 @@ def _known_fields(spec: Field, path: Path_, out: dict[Path_, Field]) -> None:
         _known_fields(spec.item, (*path, "[]"), out)
 
 
-_KNOWN: dict[Path_, Field] = {}
-for _name, _spec in ORDER.items():
-    _known_fields(_spec, (_name,), _KNOWN)
+@lru_cache(maxsize=32)
+def _known(fields: QuoteFields) -> dict[Path_, Field]:
+    known: dict[Path_, Field] = {}
+    for name, spec in order_spec(fields).items():
+        _known_fields(spec, (name,), known)
+    return known
+
+
+_KNOWN = _known(QuoteFields())
 
 _FAMILY = {"bool": "bool", "int": "number", "float": "number", "string": "string"}
 
 
-def _plan(kinds: dict[Path_, set[str]]) -> tuple[dict[Path_, str], dict[Path_, pa.DataType]]:
+def _plan(
+    kinds: dict[Path_, set[str]], known: Mapping[Path_, Field] = _KNOWN
+) -> tuple[dict[Path_, str], dict[Path_, pa.DataType]]:
     """Action per path ("text" or "null") and the wire type each repaired path gets."""
     actions: dict[Path_, str] = {}
     overrides: dict[Path_, pa.DataType] = {}
@@ -205,7 +226,7 @@ def _plan(kinds: dict[Path_, set[str]]) -> tuple[dict[Path_, str], dict[Path_, p
         if any(path[:n] in actions for n in range(1, len(path))):
             continue  # an ancestor is already rewritten as a whole
         seen = kinds[path] - {"null"}
-        spec = _KNOWN.get(path)
+        spec = known.get(path)
         if isinstance(spec, Struct | ListOf):
             expected = "object" if isinstance(spec, Struct) else "array"
             if seen - {expected}:
@@ -236,25 +257,33 @@ def _as_text(value: Any) -> Any:
     return json.dumps(value, separators=(",", ":"), default=float)
 
 
-def _rewrite(value: Any, path: Path_, actions: dict[Path_, str], nulled: dict[Path_, int]) -> Any:
+def _rewrite(
+    value: Any,
+    path: Path_,
+    actions: dict[Path_, str],
+    nulled: dict[Path_, int],
+    known: Mapping[Path_, Field] = _KNOWN,
+) -> Any:
     action = actions.get(path)
     if action == "text":
         return _as_text(value)
     if action == "null":
-        spec = _KNOWN[path]
+        spec = known[path]
         ok = dict if isinstance(spec, Struct) else list
         if value is not None and not isinstance(value, ok):
             nulled[path] = nulled.get(path, 0) + 1
             return None
     if isinstance(value, dict):
-        return {k: _rewrite(v, (*path, k), actions, nulled) for k, v in value.items()}
+        return {k: _rewrite(v, (*path, k), actions, nulled, known) for k, v in value.items()}
     if isinstance(value, list):
         item_path = (*path, "[]")
-        return [_rewrite(v, item_path, actions, nulled) for v in value]
+        return [_rewrite(v, item_path, actions, nulled, known) for v in value]
     return value
 
 
-def _repair(bodies: list[bytes]) -> tuple[bytes, dict[Path_, pa.DataType]]:
+def _repair(
+    bodies: list[bytes], known: Mapping[Path_, Field] = _KNOWN
+) -> tuple[bytes, dict[Path_, pa.DataType]]:
     docs: list[dict[str, Any]] = []
     for i, body in enumerate(bodies):
         try:
@@ -268,16 +297,16 @@ def _repair(bodies: list[bytes]) -> tuple[bytes, dict[Path_, pa.DataType]]:
     for doc in docs:
         for key, value in doc.items():
             _observe(value, (key,), kinds)
-    actions, overrides = _plan(kinds)
+    actions, overrides = _plan(kinds, known)
     nulled: dict[Path_, int] = {}
     encode = json.JSONEncoder(separators=(",", ":"), default=float).encode
     lines = []
     for doc in docs:
-        fixed = {k: _rewrite(v, (k,), actions, nulled) for k, v in doc.items()}
+        fixed = {k: _rewrite(v, (k,), actions, nulled, known) for k, v in doc.items()}
         lines.append(encode(fixed).encode())
     for path, count in nulled.items():
         warnings.warn(
-            f"{count} order(s) had a non-{'object' if isinstance(_KNOWN[path], Struct) else 'list'}"
+            f"{count} order(s) had a non-{'object' if isinstance(known[path], Struct) else 'list'}"
             f" value in {'.'.join(path)}; it was set to null",
             RuntimeWarning,
             stacklevel=4,

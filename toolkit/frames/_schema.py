@@ -4,7 +4,13 @@ lists of the frames built from them; the single place that says which field is w
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, Union
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.profile import ServiceProfile
 
 Kind: TypeAlias = Literal["str", "dec", "ts"]
 # a field is a scalar kind, a nested object (name -> field), or a list of such objects
@@ -128,3 +134,79 @@ def flat_kinds(struct: Struct, prefix: str = "") -> dict[str, Kind]:
 def columns_of_kind(struct: Struct, kind: Kind) -> frozenset[str]:
     """Dotted column names of ``struct`` whose kind is ``kind``."""
     return frozenset(name for name, k in flat_kinds(struct).items() if k == kind)
+
+
+@dataclass(frozen=True)
+class QuoteFields:
+    """The names of the ``evaluatedTickers`` element fields (spec 2.4: structure not shown),
+    as the profile's ``orders.quote_*_field`` settings give them. The evaluated_tickers frame
+    keeps these names as its columns; the report reads the quotes through them."""
+
+    venue: str = "exchange"
+    price: str = "price"
+    time: str = "quotedAt"
+    reason: str = "reason"
+
+    #: the profile setting of each meaning, for messages that tell the user what to change
+    SETTINGS: ClassVar[dict[str, str]] = {
+        "venue": "orders.quote_venue_field",
+        "price": "orders.quote_price_field",
+        "time": "orders.quote_time_field",
+        "reason": "orders.quote_reason_field",
+    }
+
+    @classmethod
+    def from_profile(cls, profile: ServiceProfile) -> QuoteFields:
+        o = profile.orders
+        return cls(
+            venue=o.quote_venue_field,
+            price=o.quote_price_field,
+            time=o.quote_time_field,
+            reason=o.quote_reason_field,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> QuoteFields:
+        """From ``to_dict``'s output; missing or non-text entries keep the default."""
+        if not isinstance(data, Mapping):
+            return cls()
+        names = {k: v for k, v in data.items() if k in cls.SETTINGS and isinstance(v, str) and v}
+        return cls(**names)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"venue": self.venue, "price": self.price, "time": self.time, "reason": self.reason}
+
+    def kinds(self) -> list[tuple[str, Kind]]:
+        """(field name, kind) of each element field, in column order."""
+        return [(self.venue, "str"), (self.price, "dec"), (self.time, "ts"), (self.reason, "str")]
+
+
+def _insert(struct: Struct, dotted: str, kind: Kind) -> None:
+    head, _, rest = dotted.partition(".")
+    if not rest:
+        struct[head] = kind
+        return
+    sub = struct.get(head)
+    if not isinstance(sub, Struct):
+        sub = struct[head] = Struct()
+    _insert(sub, rest, kind)
+
+
+@lru_cache(maxsize=32)
+def quote_struct(fields: QuoteFields) -> Struct:
+    """The ``evaluatedTickers`` element under ``fields`` (dotted names become nested)."""
+    struct = Struct()
+    for name, kind in fields.kinds():
+        _insert(struct, name, kind)
+    return struct
+
+
+@lru_cache(maxsize=32)
+def order_spec(fields: QuoteFields) -> Struct:
+    """``ORDER`` with the ``evaluatedTickers`` element named by ``fields``."""
+    if fields == QuoteFields():
+        return ORDER
+    return Struct(
+        (name, ListOf(quote_struct(fields)) if name == "evaluatedTickers" else spec)
+        for name, spec in ORDER.items()
+    )

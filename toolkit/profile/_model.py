@@ -4,8 +4,10 @@ both the client and the simulator take. The default is PRODUCT.md's table of dec
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from toolkit.errors import InvalidRequest
@@ -198,6 +200,34 @@ class ServiceProfile:
 
     def __post_init__(self) -> None:
         _check(self)
+
+    # -- files ---------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ServiceProfile:
+        """The profile in a TOML file (see ``profiles/default.toml``)."""
+        from toolkit.profile._toml import load_profile
+
+        return load_profile(path)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceProfile:
+        """The profile of the TOML file named by ``TOOLKIT_PROFILE``, or the default."""
+        from toolkit.profile._toml import profile_from_env
+
+        return profile_from_env(environ)
+
+    def dump(self, path: str | os.PathLike[str]) -> Path:
+        """Write this profile as TOML, whole or not at all."""
+        from toolkit.profile._toml import dump_profile
+
+        return dump_profile(self, path)
+
+    def to_toml(self) -> str:
+        """This profile as TOML text."""
+        from toolkit.profile._toml import dumps_profile
+
+        return dumps_profile(self)
 
     # -- building ------------------------------------------------------------------------
 

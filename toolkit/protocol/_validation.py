@@ -59,12 +59,12 @@ def validate_status_filter(status: str | Iterable[str] | None) -> str | None:
     return ",".join(dict.fromkeys(values))
 
 
-def validate_limit(limit: object, maximum: int) -> int:
-    """A page size within 1..maximum."""
+def validate_limit(limit: object, maximum: int, minimum: int = 1) -> int:
+    """A page size within minimum..maximum."""
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise InvalidRequest(f"limit must be an integer in 1..{maximum}, not {limit!r}")
-    if not 1 <= limit <= maximum:
-        raise InvalidRequest(f"limit must be in 1..{maximum}, not {limit}")
+        raise InvalidRequest(f"limit must be an integer in {minimum}..{maximum}, not {limit!r}")
+    if not minimum <= limit <= maximum:
+        raise InvalidRequest(f"limit must be in {minimum}..{maximum}, not {limit}")
     return limit
 
 

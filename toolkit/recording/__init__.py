@@ -18,6 +18,7 @@ __all__ = [
     "order_ids_in_recording",
     "read_recording",
     "read_recording_table",
+    "recording_profile",
     "replay",
 ]
 
@@ -28,12 +29,18 @@ _EXPORTS = {
     "read_recording": "toolkit.recording._read",
     "read_recording_table": "toolkit.recording._read",
     "order_ids_in_recording": "toolkit.recording._read",
+    "recording_profile": "toolkit.recording._read",
     "replay": "toolkit.recording._replay",
     "Replay": "toolkit.recording._replay",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from toolkit.recording._read import order_ids_in_recording, read_recording, read_recording_table
+    from toolkit.recording._read import (
+        order_ids_in_recording,
+        read_recording,
+        read_recording_table,
+        recording_profile,
+    )
     from toolkit.recording._recorder import Recorder
     from toolkit.recording._replay import Replay, replay
     from toolkit.recording._writer import RecorderBusy, RecorderStats

@@ -65,6 +65,8 @@ def _write_file(
         with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
             for part in parts:
                 if isinstance(part, pa.Table):
+                    if part.schema.metadata != schema.metadata:
+                        part = part.replace_schema_metadata(schema.metadata)
                     writer.write_table(part, row_group_size=_ROW_GROUP)
                     continue
                 for i in range(0, len(part), _ROW_GROUP):
@@ -110,10 +112,18 @@ Parts = dict[tuple[str, int], list["Sequence[Row] | pa.Table"]]
 
 
 def write_parts(
-    root: str | os.PathLike[str], parts: Parts, name: str, *, compression: str = "zstd"
+    root: str | os.PathLike[str],
+    parts: Parts,
+    name: str,
+    *,
+    compression: str = "zstd",
+    metadata: dict[bytes, bytes] | None = None,
 ) -> list[Path]:
-    """``write_buckets`` for rows and Arrow tables mixed: one file per (channel, day)."""
+    """``write_buckets`` for rows and Arrow tables mixed: one file per (channel, day).
+    ``metadata`` goes into each file's key-value metadata (the profile it was read under)."""
     schema = recording_schema()
+    if metadata:
+        schema = schema.with_metadata(metadata)
     dates: dict[int, str] = {}
     files = []
     for (channel, day), bucket in parts.items():

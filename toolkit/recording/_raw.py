@@ -4,6 +4,7 @@ as Arrow batch records of a segment, and their columns extracted in Arrow's JSON
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.profile import DEFAULT_PROFILE, Payloads, ServiceProfile
 from toolkit.recording._files import Parts, bucket_rows
 from toolkit.recording._rows import NS_PER_DAY, RawItem, recording_schema, rows_from_raw
 from toolkit.recording._wal import Row, decode_payload, iter_payloads
@@ -170,45 +172,113 @@ class _Fallback(Exception):
     """The fast extraction cannot handle this batch: convert it row by row."""
 
 
-def _json_schema() -> pa.Schema:
+_ORDER_FIELDS = (("id", "text"), ("symbol", "text"), ("status", "text"), ("updatedAt", "num"))
+
+
+class _Plan:
+    """What the fast extraction reads under one profile: the paths of every extracted
+    field and the explicit JSON schema that reaches them (None when two paths conflict,
+    e.g. one field read as text and as a number: such a profile converts row by row)."""
+
+    __slots__ = ("p", "profile", "schema", "unit")
+
+    def __init__(self, profile: ServiceProfile) -> None:
+        self.profile = profile
+        self.p = profile.payloads
+        self.unit = profile.orders.timestamp_unit
+        self.schema = _json_schema(self.p)
+
+
+def _json_schema(p: Payloads) -> pa.Schema | None:
     import pyarrow as pa
 
-    text, num = pa.string(), pa.float64()
-    message = pa.struct(
-        [
-            ("id", text),
-            ("symbol", text),
-            ("status", text),
-            ("updatedAt", num),
-            ("timestamp", num),
-            ("bid", text),
-            ("ask", text),
-            ("last", text),
-            ("tickers", pa.list_(pa.struct([("timestamp", num)]))),
-        ]
-    )
-    return pa.schema([("channel", text), ("message", message)])
+    wanted = [
+        *_ORDER_FIELDS,
+        (p.ticker_symbol, "text"),
+        (p.ticker_bid, "text"),
+        (p.ticker_ask, "text"),
+        (p.ticker_last, "text"),
+        (p.ticker_time, "num"),
+        (p.balance_time, "num"),
+    ]
+    tree: dict[str, Any] = {}
+
+    def put(node: dict[str, Any], path: str, leaf: Any) -> bool:
+        *parents, name = path.split(".")
+        for step in parents:
+            node = node.setdefault(step, {})
+            if not isinstance(node, dict):
+                return False
+        if name in node and node[name] != leaf:
+            return False
+        node[name] = leaf
+        return True
+
+    for path, kind in wanted:
+        if not path or not put(tree, path, kind):
+            return None
+    if p.tickers_list:
+        ticker: dict[str, Any] = {}
+        if not p.ticker_time or not put(ticker, p.ticker_time, "num"):
+            return None
+        if not put(tree, p.tickers_list, ("list", ticker)):
+            return None
+
+    def arrow(node: Any) -> Any:
+        if node == "text":
+            return pa.string()
+        if node == "num":
+            return pa.float64()
+        if isinstance(node, tuple):
+            return pa.list_(arrow(node[1]))
+        return pa.struct([(name, arrow(child)) for name, child in node.items()])
+
+    return pa.schema([("channel", pa.string()), ("message", arrow(tree))])
 
 
-def _ms_array(values: Any) -> Any:
-    """``_ms`` over a float64 array: seconds detected by magnitude, absurd values null."""
+_plans: dict[int, _Plan] = {}
+
+
+def _plan(profile: ServiceProfile) -> _Plan:
+    found = _plans.get(id(profile))
+    if found is None or found.profile is not profile:
+        if len(_plans) > 16:
+            _plans.clear()
+        found = _plans[id(profile)] = _Plan(profile)
+    return found
+
+
+def _ms_array(values: Any, unit: str = "auto") -> Any:
+    """``_ms`` over a float64 array: seconds detected by magnitude (``unit`` "auto") or as
+    the profile says, absurd values and zero null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     mag = pc.abs(values)
-    scaled = pc.if_else(pc.less(mag, 1e11), pc.multiply(values, 1000.0), values)
-    as_int = pc.cast(pc.if_else(pc.less_equal(mag, 1e16), scaled, None), pa.int64(), safe=False)
+    if unit == "s":
+        scaled = pc.multiply(values, 1000.0)
+    elif unit == "ms":
+        scaled = values
+    else:
+        scaled = pc.if_else(pc.less(mag, 1e11), pc.multiply(values, 1000.0), values)
+    sane = pc.and_(pc.less_equal(mag, 1e16), pc.greater(mag, 0.0))
+    as_int = pc.cast(pc.if_else(sane, scaled, None), pa.int64(), safe=False)
     return as_int
 
 
-def _extract(raw: pa.Table) -> pa.Table:
+def _extract(raw: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE) -> pa.Table:
     """The recording-schema table of a table of raw data messages, every column extracted
-    in Arrow (C++); raises _Fallback for what only the Python path handles exactly."""
+    in Arrow (C++) where ``profile`` says; raises _Fallback for what only the Python path
+    handles exactly."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
 
+    plan = _plan(profile)
+    if plan.schema is None:
+        raise _Fallback
+    p, unit = plan.p, plan.unit
     n = raw.num_rows
     texts = raw.column("raw").combine_chunks()
     # one message per line: a text with a line break of its own would shift the lines
@@ -232,7 +302,7 @@ def _extract(raw: pa.Table) -> pa.Table:
             pa.BufferReader(body),
             read_options=pj.ReadOptions(use_threads=False, block_size=1 << 20),
             parse_options=pj.ParseOptions(
-                explicit_schema=_json_schema(), unexpected_field_behavior="ignore"
+                explicit_schema=plan.schema, unexpected_field_behavior="ignore"
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -244,8 +314,11 @@ def _extract(raw: pa.Table) -> pa.Table:
         raise _Fallback  # not an object with a text channel
     message = parsed.column("message").combine_chunks()
 
-    def field_(name: str) -> Any:
-        return pc.struct_field(message, name)
+    def field_(path: str) -> Any:
+        value = message
+        for step in path.split("."):
+            value = pc.struct_field(value, step)
+        return value
 
     is_o = pc.equal(channel, "watchorders")
     is_t = pc.equal(channel, "watchticker")
@@ -253,12 +326,16 @@ def _extract(raw: pa.Table) -> pa.Table:
     is_b = pc.equal(channel, "watchbalance")
     text_null = pa.scalar(None, pa.string())
     int_null = pa.scalar(None, pa.int64())
-    symbol = pc.if_else(pc.or_(is_o, is_t), field_("symbol"), text_null)
     order_id = pc.if_else(is_o, field_("id"), text_null)
+    if pc.any(pc.and_(is_o, pc.is_null(order_id))).as_py():
+        raise _Fallback  # an id under another usual name: the Python path finds it
+    symbol = pc.if_else(
+        is_o, field_("symbol"), pc.if_else(is_t, field_(p.ticker_symbol), text_null)
+    )
     status = pc.if_else(is_o, field_("status"), text_null)
 
-    def number(name: str) -> Any:
-        value = field_(name)
+    def number(path: str) -> Any:
+        value = field_(path)
         value = pc.if_else(pc.equal(value, ""), text_null, value)  # "" is null, as _num
         try:
             out = pc.cast(value, pa.float64())
@@ -268,12 +345,23 @@ def _extract(raw: pa.Table) -> pa.Table:
 
     updated = pc.if_else(
         is_o,
-        _ms_array(field_("updatedAt")),
-        pc.if_else(pc.or_(is_t, is_b), _ms_array(field_("timestamp")), int_null),
+        _ms_array(field_("updatedAt"), unit),
+        pc.if_else(
+            is_t,
+            _ms_array(field_(p.ticker_time), unit),
+            pc.if_else(is_b, _ms_array(field_(p.balance_time), unit), int_null),
+        ),
     )
     if pc.any(is_ts).as_py():
-        tickers = pc.if_else(is_ts, field_("tickers"), pa.scalar(None, field_("tickers").type))
-        flat = _ms_array(pc.struct_field(pc.list_flatten(tickers), "timestamp"))
+        if not p.tickers_list:
+            raise _Fallback  # the payload is the list itself: not an object to read here
+        tickers = pc.if_else(
+            is_ts, field_(p.tickers_list), pa.scalar(None, field_(p.tickers_list).type)
+        )
+        flat = pc.list_flatten(tickers)
+        for step in p.ticker_time.split("."):
+            flat = pc.struct_field(flat, step)
+        flat = _ms_array(flat, unit)
         if len(flat):
             agg = (
                 pa.table({"p": pc.list_parent_indices(tickers), "v": flat})
@@ -299,9 +387,9 @@ def _extract(raw: pa.Table) -> pa.Table:
         order_id,
         status,
         pc.cast(updated, schema.field("updated_at").type),
-        number("bid"),
-        number("ask"),
-        number("last"),
+        number(p.ticker_bid),
+        number(p.ticker_ask),
+        number(p.ticker_last),
         nulls["kind"],
         nulls["detail"],
         ts_null,
@@ -311,8 +399,11 @@ def _extract(raw: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
-    """Raw batches as recording-schema tables grouped by (channel, UTC day)."""
+def tables_from_raw(
+    batches: Sequence[pa.RecordBatch], profile: ServiceProfile = DEFAULT_PROFILE
+) -> Parts:
+    """Raw batches as recording-schema tables grouped by (channel, UTC day), their columns
+    extracted where ``profile`` says."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -321,10 +412,10 @@ def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
         return out
     raw = pa.Table.from_batches(batches)
     try:
-        table = _extract(raw)
+        table = _extract(raw, profile)
     except _Fallback:
         columns = [raw.column(i).to_pylist() for i in range(4)]
-        rows = rows_from_raw(zip(*columns, strict=True))
+        rows = rows_from_raw(zip(*columns, strict=True), profile)
         for key, bucket in bucket_rows(rows).items():
             out.setdefault(key, []).append(bucket)
         return out
@@ -347,7 +438,7 @@ def tables_from_raw(batches: Sequence[pa.RecordBatch]) -> Parts:
     return out
 
 
-def warm_up() -> None:
+def warm_up(profile: ServiceProfile = DEFAULT_PROFILE) -> None:
     """Run the extraction once on a few tiny messages. Its first run imports what Arrow
     loads lazily (pandas among it, through pyarrow's pandas shim): an import holds the GIL
     for up to a second, which the receiving loop must not lose in the middle of a
@@ -365,3 +456,6 @@ def warm_up() -> None:
     for seq, text in enumerate(texts, 1):
         buffer.append(text, seq, "warm-up", seq)
     _extract(pa.Table.from_batches([buffer.batch()]))
+    if profile is not DEFAULT_PROFILE:
+        with contextlib.suppress(_Fallback):  # its plan built now, not mid-recording
+            _extract(pa.Table.from_batches([buffer.batch()]), profile)

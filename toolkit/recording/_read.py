@@ -7,20 +7,35 @@ hive_partitioning=true)``), Polars and Spark.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.recording._rows import COLUMNS, SESSION_CHANNEL, recording_schema
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.recording._rows import (
+    COLUMNS,
+    SESSION_CHANNEL,
+    profile_from_metadata,
+    recording_schema,
+)
+from toolkit.recording._tickers import TICKERS_CHANNEL, explode_tickers
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
     import pyarrow.dataset as pads
 
-__all__ = ["order_ids_in_recording", "read_recording", "read_recording_table"]
+__all__ = [
+    "order_ids_in_recording",
+    "read_recording",
+    "read_recording_table",
+    "recording_profile",
+]
+
+_log = logging.getLogger("toolkit.recording")
 
 TimeLike = str | int | float | datetime | Any
 
@@ -63,14 +78,50 @@ def _channels(channel: str | Iterable[str] | None) -> list[str] | None:
     return out
 
 
+def _files(root: str | os.PathLike[str]) -> list[str]:
+    # only the dataset's own files: a README or a live recorder's temporaries beside
+    # them are not data
+    return sorted(str(f) for f in Path(root).glob("channel=*/date=*/*.parquet"))
+
+
+def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
+    """The profile a recording's columns were extracted under, as its files' metadata
+    name it (payload mapping and time unit); the default for files without it. When the
+    files disagree, the most recent one's, with a warning."""
+    import pyarrow.parquet as pq
+
+    found: dict[str, tuple[str, ServiceProfile]] = {}
+    for path in _files(root):
+        try:
+            metadata = pq.read_schema(path).metadata
+        except (OSError, ValueError):
+            continue
+        profile = profile_from_metadata(metadata)
+        if profile is not None:
+            key = repr((profile.name, profile.payloads, profile.orders))
+            name = Path(path).name  # part-<clock ns>-...: time order
+            if key not in found or found[key][0] < name:
+                found[key] = (name, profile)
+    if not found:
+        return DEFAULT_PROFILE
+    latest = max(found.values(), key=lambda item: item[0])[1]
+    if len(found) > 1:
+        _log.warning(
+            "recording %s was written under %d different profiles; reading it under the "
+            "latest (%r)",
+            root,
+            len(found),
+            latest.name,
+        )
+    return latest
+
+
 def _dataset(root: str | os.PathLike[str]) -> pads.Dataset | None:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     path = Path(root)
-    # only the dataset's own files: a README or a live recorder's temporaries beside
-    # them are not data
-    files = sorted(str(f) for f in path.glob("channel=*/date=*/*.parquet"))
+    files = _files(root)
     if not files:
         return None
     partitioning = ds.partitioning(
@@ -96,10 +147,14 @@ def read_recording_table(
     symbols: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
     dates: Sequence[str] | None = None,
+    per_pair: bool | None = None,
+    profile: ServiceProfile | None = None,
 ) -> pa.Table:
     """The rows of a recording as an Arrow table sorted by (received_at, connection_id,
     seq); same filters as :func:`read_recording`, plus ``dates`` (``YYYY-MM-DD``
-    partitions to read)."""
+    partitions to read). ``per_pair``: one row per pair of each ``watchtickers`` message
+    instead of one per message (as recorded); by default when ``channel`` names
+    ``watchtickers``."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -119,6 +174,8 @@ def read_recording_table(
         expr = e if expr is None else expr & e
 
     names = _channels(channel)
+    if per_pair is None:
+        per_pair = names is not None and TICKERS_CHANNEL in names
     if names is not None:
         # directories hold the percent-encoded form of odd names; pyarrow decodes it
         both(ds.field("channel").isin(names))
@@ -132,13 +189,23 @@ def read_recording_table(
         end_ns = _timestamp_ns(end)
         both(ds.field("date") <= _date(end_ns))
         both(ds.field("received_at") < pc.scalar(end_ns).cast(schema.field("received_at").type))
+    wanted_symbols = None
     if symbols is not None:
         wanted_symbols = [s.strip().upper() for s in symbols]
-        # session rows carry no symbol but say where data may be missing: keep them
-        both(ds.field("symbol").isin(wanted_symbols) | (ds.field("channel") == SESSION_CHANNEL))
+        # session rows carry no symbol but say where data may be missing: keep them;
+        # watchtickers rows get theirs per pair below
+        keep = ds.field("symbol").isin(wanted_symbols) | (ds.field("channel") == SESSION_CHANNEL)
+        if per_pair:
+            keep = keep | (ds.field("channel") == TICKERS_CHANNEL)
+        both(keep)
     sort_keys = ["received_at", "connection_id", "seq"]
-    read_cols = list(dict.fromkeys([*wanted, *sort_keys]))
+    extra = ["channel", "raw"] if per_pair else []
+    read_cols = list(dict.fromkeys([*wanted, *sort_keys, *extra]))
     table = dataset.to_table(columns=read_cols, filter=expr)
+    if per_pair:
+        if profile is None:
+            profile = recording_profile(root)
+        table = explode_tickers(table, profile, wanted_symbols)
     table = table.sort_by([(k, "ascending") for k in sort_keys])
     # files from an older writer could differ in nullability or order: cast to the schema
     return table.select(wanted).cast(_select_schema(schema, wanted))
@@ -158,8 +225,15 @@ def read_recording(
     end: TimeLike | None = None,
     symbols: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
+    profile: ServiceProfile | None = None,
 ) -> pd.DataFrame:
     """A recording as a typed DataFrame, sorted by (received_at, connection_id, seq).
+
+    When ``channel`` names ``watchtickers``, each of its messages gives one row per pair
+    (``symbol``, ``bid``, ``ask``, ``last``, ``updated_at`` of that pair; ``raw``, ``seq``
+    the whole message's), read where the profile the recording was made under says (its
+    files' metadata; ``profile`` overrides). Read without ``channel``, every message is
+    one row, as recorded.
 
     ``channel``: one name or several, as in data messages (``"watchticker"``, case-
     insensitive; ``"_session"`` for connects, disconnects, subscriptions, gaps and drops).
@@ -171,7 +245,7 @@ def read_recording(
     JSON text of the message.
     """
     table = read_recording_table(
-        root, channel, start=start, end=end, symbols=symbols, columns=columns
+        root, channel, start=start, end=end, symbols=symbols, columns=columns, profile=profile
     )
     return table.to_pandas()
 
@@ -179,6 +253,6 @@ def read_recording(
 def order_ids_in_recording(root: str | os.PathLike[str]) -> list[str]:
     """Every order id seen on ``watchorders`` in a recording, in order of first sight
     (for ``toolkit load --ids-from ROOT``)."""
-    table = read_recording_table(root, "watchorders", columns=["order_id"])
+    table = read_recording_table(root, "watchorders", columns=["order_id"], per_pair=False)
     ids = table.column("order_id").to_pylist()
     return [i for i in dict.fromkeys(ids) if i]

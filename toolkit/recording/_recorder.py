@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.recording._rows import SESSION_CHANNEL, RawItem
+from toolkit.profile import ServiceProfile
+from toolkit.recording._rows import SESSION_CHANNEL, RawItem, profile_of
 from toolkit.recording._wal import Row
 from toolkit.recording._writer import RecorderStats, RecordingWriter
 
@@ -68,6 +69,10 @@ class Recorder:
     ``max_pending_rows`` / ``max_pending_bytes`` wait between flushes; beyond, messages are
     dropped, counted in ``stats.dropped`` and recorded as a ``dropped`` session row.
     ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``).
+
+    The extracted columns (symbol, order id, status, updatedAt, bid/ask/last) are read
+    where ``profile`` says (by default the client's ``profile``); every file names it in
+    its Parquet metadata, so ``read_recording`` and ``replay`` read it back the same way.
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class Recorder:
         reconnect: bool = True,
         on_status: Callable[[RecorderStats], None] | None = None,
         stream_options: Mapping[str, Any] | None = None,
+        profile: ServiceProfile | None = None,
     ) -> None:
         from toolkit.stream._channels import parse_channel_spec
 
@@ -100,6 +106,7 @@ class Recorder:
         self.reconnect = reconnect
         self.on_status = on_status
         self.stream_options = dict(stream_options or {})
+        self.profile = profile_of(client, profile)
         self.writer = RecordingWriter(
             root,
             rotate_interval=rotate_interval,
@@ -108,6 +115,7 @@ class Recorder:
             max_pending_rows=max_pending_rows,
             max_pending_bytes=max_pending_bytes,
             compression=compression,
+            profile=self.profile,
         )
         self._task: asyncio.Task[RecorderStats] | None = None
         self._session: Any = None

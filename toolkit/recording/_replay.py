@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.recording._read import TimeLike, _dataset, read_recording_table
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.recording._read import TimeLike, _dataset, read_recording_table, recording_profile
 from toolkit.recording._rows import SESSION_CHANNEL
 from toolkit.stream._events import Event, SessionEvent, event_from_message
 
@@ -44,10 +45,13 @@ def _ns_list(column: Any) -> list[int | None]:
     return column.cast(pa.int64()).to_pylist()  # type: ignore[no-any-return]
 
 
-def events_from_table(table: pa.Table) -> Iterator[Event]:
+def events_from_table(
+    table: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE
+) -> Iterator[Event]:
     """The events of recorded rows, in the table's order: data rows through
-    ``event_from_message`` (exactly as the live stream builds them), session rows as
-    ``SessionEvent``s. A data row whose raw text is not a data message is skipped."""
+    ``event_from_message`` under ``profile`` (exactly as the live stream builds them),
+    session rows as ``SessionEvent``s. A data row whose raw text is not a data message is
+    skipped."""
     for batch in table.select(_COLUMNS).to_batches(max_chunksize=_BATCH):
         received = _ns_list(batch.column("received_at"))
         conns = batch.column("connection_id").to_pylist()
@@ -77,7 +81,9 @@ def events_from_table(table: pa.Table) -> Iterator[Event]:
                 continue
             try:
                 message = json.loads(raws[i])
-                yield event_from_message(message, received_at_ns=recv, connection_id=conn, seq=seq)
+                yield event_from_message(
+                    message, received_at_ns=recv, connection_id=conn, seq=seq, profile=profile
+                )
             except (TypeError, ValueError):
                 continue  # a row the live stream would have ignored too
 
@@ -99,6 +105,7 @@ class Replay:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Any] = time.sleep,
         asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        profile: ServiceProfile | None = None,
     ) -> None:
         if speed is not None and speed <= 0:
             raise ValueError("speed must be > 0, or None for as fast as possible")
@@ -111,6 +118,8 @@ class Replay:
         self._clock = clock
         self._sleep = sleep
         self._asleep = asleep
+        #: the payload mapping events are built with (None: the recording's own)
+        self.profile = profile
 
     def __repr__(self) -> str:
         return f"Replay({str(self.root)!r}, speed={self.speed!r})"
@@ -127,6 +136,7 @@ class Replay:
         return sorted(dates)
 
     def _events(self) -> Iterator[Event]:
+        profile = self.profile if self.profile is not None else recording_profile(self.root)
         for date in self._dates():
             table = read_recording_table(
                 self.root,
@@ -136,8 +146,9 @@ class Replay:
                 symbols=self.symbols,
                 columns=_COLUMNS,
                 dates=[date],
+                per_pair=False,
             )
-            yield from events_from_table(table)
+            yield from events_from_table(table, profile)
 
     def _delays(self) -> Iterator[tuple[Event, float]]:
         """Each event with how long to wait before handing it out (0 when unpaced)."""
@@ -183,6 +194,7 @@ def replay(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Any] = time.sleep,
     asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    profile: ServiceProfile | None = None,
 ) -> Replay:
     """The recorded events of ``root`` in their order (received_at, then connection id
     and seq), as the typed events of the live stream (``TickerEvent``, ``OrderEvent``, ...,
@@ -192,7 +204,8 @@ def replay(
     ``speed=None`` hands events out as fast as possible; ``speed=1.0`` keeps the recorded
     spacing (``2.0`` halves it), waiting with ``sleep`` (sync) or ``asleep`` (async) on
     ``clock`` (monotonic seconds) - tests inject a fake clock. ``channels``, ``start``,
-    ``end`` and ``symbols`` filter as in ``read_recording``.
+    ``end`` and ``symbols`` filter as in ``read_recording``. Events are built under the
+    profile the recording was made under (its files' metadata), or ``profile``.
     """
     return Replay(
         root,
@@ -204,4 +217,5 @@ def replay(
         clock=clock,
         sleep=sleep,
         asleep=asleep,
+        profile=profile,
     )

@@ -4,6 +4,7 @@ extracted from a data message, a raw text, a typed event or a session happening.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -11,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
 from toolkit.recording._wal import Row
-from toolkit.stream._events import OrderEvent, TickerEvent
+from toolkit.stream._events import OrderEvent, TickerEvent, order_id_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -71,6 +73,54 @@ def recording_schema() -> pa.Schema:
     )
 
 
+#: Parquet key-value metadata of every file: the profile the columns were extracted under
+META_PROFILE = b"toolkit.profile"
+META_PAYLOADS = b"toolkit.profile.payloads"
+META_ORDERS = b"toolkit.profile.orders"
+
+
+def profile_of(client: Any, profile: ServiceProfile | None = None) -> ServiceProfile:
+    """``profile`` when given, else the client's ``profile``, else the default."""
+    if profile is not None:
+        return profile
+    found = getattr(client, "profile", None)
+    return found if isinstance(found, ServiceProfile) else DEFAULT_PROFILE
+
+
+def profile_metadata(profile: ServiceProfile) -> dict[bytes, bytes]:
+    """The key-value metadata that says which profile a file's columns were read under:
+    its name, and its ``payloads`` and ``orders`` sections as JSON."""
+    data = profile.to_dict()
+    return {
+        META_PROFILE: profile.name.encode(),
+        META_PAYLOADS: json.dumps(data["payloads"], sort_keys=True).encode(),
+        META_ORDERS: json.dumps(data["orders"], sort_keys=True).encode(),
+    }
+
+
+def profile_from_metadata(metadata: Mapping[bytes, bytes] | None) -> ServiceProfile | None:
+    """The profile a file was written under (its payload mapping and time unit; every
+    other setting default), or None for a file without it. Settings this version does
+    not know are left out."""
+    if not metadata or META_PROFILE not in metadata:
+        return None
+    from toolkit.profile import SECTIONS
+
+    data: dict[str, Any] = {"name": metadata[META_PROFILE].decode()}
+    for key, section in ((META_PAYLOADS, "payloads"), (META_ORDERS, "orders")):
+        try:
+            table = json.loads(metadata.get(key, b"{}"))
+        except ValueError:
+            continue
+        if isinstance(table, Mapping):
+            known = {f.name for f in dataclasses.fields(SECTIONS[section])}
+            data[section] = {k: v for k, v in table.items() if k in known}
+    try:
+        return ServiceProfile.from_dict(data, source="recording metadata")
+    except ValueError:
+        return None
+
+
 def partition_value(channel: str) -> str:
     """The directory-safe form of a channel name: a name sent by the server can never
     climb out of ``ROOT`` (``/``, ``..`` and the like are percent-encoded)."""
@@ -88,17 +138,21 @@ def partition_dir(root: str | os.PathLike[str], channel: str, date: str) -> Path
 # ---------------------------------------------------------------------------- rows
 
 
-def _ms(value: Any) -> int | None:
-    """Unix milliseconds of a timestamp field (seconds are detected by magnitude)."""
+def _ms(value: Any, unit: str = "auto") -> int | None:
+    """Unix milliseconds of a timestamp field (``unit`` as the profile's
+    ``orders.timestamp_unit``; ``auto``: seconds detected by magnitude); null when absent,
+    zero or not a time (a row never shows 1970)."""
     if value is None or value == "" or isinstance(value, bool):
         return None
     try:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    if number != number or abs(number) > 1e16:  # NaN or absurd: not a timestamp
+    if number != number or abs(number) > 1e16 or number == 0:  # NaN or absurd
         return None
-    return int(number * 1000) if abs(number) < 1e11 else int(number)
+    if unit == "s" or (unit == "auto" and abs(number) < 1e11):
+        return int(number * 1000)
+    return int(number)
 
 
 def _num(value: Any) -> float | None:
@@ -121,11 +175,13 @@ def row_from_message(
     connection_id: str,
     seq: int,
     raw_text: str | None = None,
+    profile: ServiceProfile = DEFAULT_PROFILE,
 ) -> Row:
-    """The row of one data message ``{"channel", "message"}`` with its extracted columns.
+    """The row of one data message ``{"channel", "message"}`` with its extracted columns,
+    read where ``profile`` says (``payloads`` paths, ``orders.timestamp_unit``).
 
-    Extraction never fails: a field of an unexpected type becomes null, and the whole
-    message is always kept in ``raw`` (new fields of the service stay there).
+    Extraction never fails: a missing field or one of an unexpected type becomes null, and
+    the whole message is always kept in ``raw`` (new fields of the service stay there).
     """
     channel = str(raw.get("channel", "")).lower()
     message = raw.get("message")
@@ -133,26 +189,30 @@ def row_from_message(
     symbol = order_id = status = None
     updated = None
     bid = ask = last = None
-    if isinstance(message, Mapping):
-        if channel == "watchorders":
+    unit = profile.orders.timestamp_unit
+    p = profile.payloads
+    if channel == "watchorders":
+        if isinstance(message, Mapping):
             symbol = _str(message.get("symbol"))
-            order_id = _str(message.get("id"))
+            order_id = order_id_of(message) or None
             status = _str(message.get("status"))
-            updated = _ms(message.get("updatedAt"))
-        elif channel == "watchticker":
-            symbol = _str(message.get("symbol"))
-            bid = _num(message.get("bid"))
-            ask = _num(message.get("ask"))
-            last = _num(message.get("last"))
-            updated = _ms(message.get("timestamp"))
-        elif channel == "watchtickers":
-            tickers = message.get("tickers")
-            if isinstance(tickers, list):
-                stamps = [_ms(t.get("timestamp")) for t in tickers if isinstance(t, Mapping)]
-                known = [s for s in stamps if s is not None]
-                updated = max(known) if known else None
-        elif channel == "watchbalance":
-            updated = _ms(message.get("timestamp"))
+            updated = _ms(message.get("updatedAt"), unit)
+    elif channel == "watchticker":
+        symbol = _str(get_path(message, p.ticker_symbol))
+        bid = _num(get_path(message, p.ticker_bid))
+        ask = _num(get_path(message, p.ticker_ask))
+        last = _num(get_path(message, p.ticker_last))
+        updated = _ms(get_path(message, p.ticker_time), unit)
+    elif channel == "watchtickers":
+        tickers = get_path(message, p.tickers_list)
+        if isinstance(tickers, list):
+            stamps = [
+                _ms(get_path(t, p.ticker_time), unit) for t in tickers if isinstance(t, Mapping)
+            ]
+            known = [s for s in stamps if s is not None]
+            updated = max(known) if known else None
+    elif channel == "watchbalance":
+        updated = _ms(get_path(message, p.balance_time), unit)
     return Row(
         received_at_ns,
         connection_id,
@@ -178,7 +238,14 @@ _CHANNEL_PREFIX = re.compile(r'\{\s*"channel"\s*:\s*"([^"\\]*)"')
 UNPARSED_CHANNEL = "_unparsed"
 
 
-def row_from_text(text: str, *, received_at_ns: int, connection_id: str, seq: int) -> Row:
+def row_from_text(
+    text: str,
+    *,
+    received_at_ns: int,
+    connection_id: str,
+    seq: int,
+    profile: ServiceProfile = DEFAULT_PROFILE,
+) -> Row:
     """The row of one data message as the server sent it; ``raw`` is ``text`` itself."""
     try:
         msg = json.loads(text)
@@ -189,17 +256,22 @@ def row_from_text(text: str, *, received_at_ns: int, connection_id: str, seq: in
         channel = sniffed.group(1).lower() if sniffed else UNPARSED_CHANNEL
         return Row(received_at_ns, connection_id, seq, channel, raw=text)
     return row_from_message(
-        msg, received_at_ns=received_at_ns, connection_id=connection_id, seq=seq, raw_text=text
+        msg,
+        received_at_ns=received_at_ns,
+        connection_id=connection_id,
+        seq=seq,
+        raw_text=text,
+        profile=profile,
     )
 
 
 RawItem = tuple[int, str, int, str]  # received_at_ns, connection_id, seq, text
 
 
-def rows_from_raw(items: Iterable[RawItem]) -> list[Row]:
+def rows_from_raw(items: Iterable[RawItem], profile: ServiceProfile = DEFAULT_PROFILE) -> list[Row]:
     """Rows of raw data messages (the per-row Python path of the conversion)."""
     return [
-        row_from_text(text, received_at_ns=ns, connection_id=conn, seq=seq)
+        row_from_text(text, received_at_ns=ns, connection_id=conn, seq=seq, profile=profile)
         for ns, conn, seq, text in items
     ]
 
@@ -242,9 +314,10 @@ def session_row(
     )
 
 
-def row_from_event(event: Any) -> Row:
+def row_from_event(event: Any, profile: ServiceProfile = DEFAULT_PROFILE) -> Row:
     """The row of a stream event (``toolkit.stream._events``): session events become session
-    rows, every other event the row of its data message."""
+    rows, every other event the row of its data message (read under ``profile``, the one
+    the event was built with)."""
     if event.channel == SESSION_CHANNEL:
         return session_row(
             str(event.kind),
@@ -269,7 +342,7 @@ def row_from_event(event: Any) -> Row:
             event.symbol or None,
             None,
             None,
-            _ms(event.timestamp) if event.timestamp else None,
+            event.timestamp or None,  # already Unix milliseconds
             _finite(event.bid),
             _finite(event.ask),
             _finite(event.last),
@@ -287,9 +360,9 @@ def row_from_event(event: Any) -> Row:
             event.seq,
             "watchorders",
             _str(order.get("symbol")),
-            _str(order.get("id")),
+            event.order_id or None,
             _str(order.get("status")),
-            _ms(order.get("updatedAt")),
+            event.updated_at_ms or None,  # already Unix milliseconds
             None,
             None,
             None,
@@ -304,4 +377,5 @@ def row_from_event(event: Any) -> Row:
         received_at_ns=event.received_at_ns,
         connection_id=event.connection_id,
         seq=event.seq,
+        profile=profile,
     )

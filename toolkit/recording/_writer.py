@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._files import Buckets, Parts, bucket_rows, write_parts
 from toolkit.recording._raw import (
     RawBuffer,
@@ -25,6 +26,7 @@ from toolkit.recording._raw import (
 from toolkit.recording._rows import (
     SESSION_CHANNEL,
     RawItem,
+    profile_metadata,
     row_from_event,
     rows_from_raw,
     session_row,
@@ -39,21 +41,32 @@ WAL_DIR = "_wal"
 LOCK_NAME = "LOCK"
 
 
-def _merge(rows: Buckets, batches: Sequence[pa.RecordBatch]) -> Parts:
+def _merge(
+    rows: Buckets, batches: Sequence[pa.RecordBatch], profile: ServiceProfile = DEFAULT_PROFILE
+) -> Parts:
     parts: Parts = {key: [bucket] for key, bucket in rows.items()}
-    for key, tables in tables_from_raw(batches).items():
+    for key, tables in tables_from_raw(batches, profile).items():
         parts.setdefault(key, []).extend(tables)
     return parts
 
 
 def convert_segment(
-    root: str | os.PathLike[str], segment: str | os.PathLike[str], *, compression: str = "zstd"
+    root: str | os.PathLike[str],
+    segment: str | os.PathLike[str],
+    *,
+    compression: str = "zstd",
+    profile: ServiceProfile = DEFAULT_PROFILE,
 ) -> list[Path]:
-    """Turn a closed (or crash-torn) WAL segment into Parquet files, then delete it."""
+    """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
+    under ``profile``, which the files' metadata names), then delete it."""
     path = Path(segment)
     rows, batches = read_segment_items(path)
     files = write_parts(
-        root, _merge(bucket_rows(rows), batches), path.stem, compression=compression
+        root,
+        _merge(bucket_rows(rows), batches, profile),
+        path.stem,
+        compression=compression,
+        metadata=profile_metadata(profile),
     )
     path.unlink()
     return files
@@ -63,7 +76,12 @@ def _wal_dir(root: str | os.PathLike[str]) -> Path:
     return Path(root) / WAL_DIR
 
 
-def recover(root: str | os.PathLike[str], *, compression: str = "zstd") -> list[Path]:
+def recover(
+    root: str | os.PathLike[str],
+    *,
+    compression: str = "zstd",
+    profile: ServiceProfile = DEFAULT_PROFILE,
+) -> list[Path]:
     """Convert the segments a crashed recorder left in ``ROOT/_wal/`` and delete the
     temporary files of conversions it did not finish. Call it only while holding the
     root's lock (``RecordingWriter.open`` does)."""
@@ -73,7 +91,7 @@ def recover(root: str | os.PathLike[str], *, compression: str = "zstd") -> list[
             tmp.unlink()
     files: list[Path] = []
     for segment in sorted(_wal_dir(root).glob(f"*{SUFFIX}")):
-        files.extend(convert_segment(root, segment, compression=compression))
+        files.extend(convert_segment(root, segment, compression=compression, profile=profile))
     return files
 
 
@@ -144,8 +162,12 @@ class RecordingWriter:
         compression: str = "zstd",
         max_message_bytes: int = 1024 * 1024,
         clock_ns: Callable[[], int] = time.time_ns,
+        profile: ServiceProfile = DEFAULT_PROFILE,
     ) -> None:
         self.root = Path(root)
+        #: where the columns are read from the payloads (named in every file's metadata)
+        self.profile = profile
+        self._metadata = profile_metadata(profile)
         self.rotate_interval = rotate_interval
         self.rotate_bytes = rotate_bytes
         self.rotate_rows = rotate_rows
@@ -186,12 +208,12 @@ class RecordingWriter:
     def open(self) -> list[Path]:
         """Take the root's lock, recover what a crash left, start a segment. Returns the
         recovered files."""
-        warm_up()  # what conversions import, imported now rather than mid-recording
+        warm_up(self.profile)  # what conversions import, imported now, not mid-recording
         wal = _wal_dir(self.root)
         wal.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _lock(wal / LOCK_NAME)
         try:
-            recovered = recover(self.root, compression=self.compression)
+            recovered = recover(self.root, compression=self.compression, profile=self.profile)
         except BaseException:
             self._unlock()
             raise
@@ -272,7 +294,7 @@ class RecordingWriter:
         return True
 
     def add_event(self, event: Any) -> bool:
-        return self.add(row_from_event(event))
+        return self.add(row_from_event(event, self.profile))
 
     def add_raw(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
         """Queue a data message as the server sent it (the stream's raw callback; its
@@ -362,7 +384,7 @@ class RecordingWriter:
         """Hand the pending rows over, raw data messages converted to rows (slow: the
         recorder uses ``take_pending``)."""
         rows, raw = self.take_pending()
-        return rows + rows_from_raw(raw)
+        return rows + rows_from_raw(raw, self.profile)
 
     def take_pending(self) -> tuple[list[Row], RawBuffer]:
         """Hand the pending rows and raw messages over (to a flush on another thread)."""
@@ -465,9 +487,10 @@ class RecordingWriter:
             return []
         files = write_parts(
             self.root,
-            _merge(closed.rows, closed.batches),
+            _merge(closed.rows, closed.batches, self.profile),
             closed.path.stem,
             compression=self.compression,
+            metadata=self._metadata,
         )
         closed.path.unlink()
         self._stats.files += len(files)

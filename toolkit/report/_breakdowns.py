@@ -169,7 +169,8 @@ def contingencies(et: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     rcols = {"exchange": "str", "reason": "str", "quotes": "int64", "share_of_venue": "float64"}
     if et is None or len(et) == 0:
         return empty(cols), empty(rcols)
-    q = pd.DataFrame({"exchange": _text(et, "exchange", NONE_LABEL), "reason": _text(et, "reason")})
+    venue = _text(et, "exchange", NONE_LABEL).replace("", NONE_LABEL)
+    q = pd.DataFrame({"exchange": venue, "reason": _text(et, "reason")})
     q["has"] = (q["reason"] != "").astype("int64")
     g = q.groupby("exchange", sort=True)
     per = pd.DataFrame({"quotes": g.size(), "contingencies": g["has"].sum()})

@@ -20,10 +20,21 @@ CHECK_COLUMNS = {
 
 
 def data_checks(
-    po: pd.DataFrame, orders: pd.DataFrame, trades: pd.DataFrame | None
+    po: pd.DataFrame,
+    orders: pd.DataFrame,
+    trades: pd.DataFrame | None,
+    *,
+    quote_problem: str | None = None,
 ) -> pd.DataFrame:
-    """Orders whose numbers disagree with their trades, or whose slippage is an outlier."""
+    """Orders whose numbers disagree with their trades, or whose slippage is an outlier;
+    ``quote_problem`` (the quotes could not be read) becomes a row of its own."""
     found: list[pd.DataFrame] = []
+    if quote_problem:
+        found.append(
+            pd.DataFrame(
+                {"orderId": [""], "check": ["evaluatedTickers fields"], "detail": [quote_problem]}
+            )
+        )
     if trades is not None and len(trades) and "orderId" in trades.columns and len(orders):
         t = pd.DataFrame(
             {

@@ -3,6 +3,8 @@ frames (and an optional ticker recording): re-exports each metric family and com
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 
 from toolkit.report._breakdowns import (
@@ -33,6 +35,7 @@ from toolkit.report._per_order import (
     FramesLike,
     per_order,
 )
+from toolkit.report._quotes import canonical_quotes, quote_problem
 from toolkit.report._slippage import SLIPPAGE_COLUMNS, markouts, routing, slippage
 
 __all__ = [
@@ -81,9 +84,11 @@ def all_tables(
     """Every table of the report, by name; ``per_order`` holds the per-order metrics."""
     po = per_order(frames, market, max_quote_age=max_quote_age)
     trades = getattr(frames, "trades", None)
-    et = getattr(frames, "evaluated_tickers", None)
+    problem = quote_problem(frames)
+    if problem:
+        warnings.warn(problem, RuntimeWarning, stacklevel=3)
     orders = frames.orders if frames.orders is not None else pd.DataFrame()
-    cont, reasons = contingencies(et)
+    cont, reasons = contingencies(canonical_quotes(frames))
     tte, buckets = time_to_execution(po)
     return {
         "summary": summary(po, trades),
@@ -103,6 +108,6 @@ def all_tables(
         "latency_buckets": buckets,
         "maker_share": maker_share(trades, po),
         "breakdown": breakdown(po),
-        "data_checks": data_checks(po, orders, trades),
+        "data_checks": data_checks(po, orders, trades, quote_problem=problem),
         "per_order": po,
     }

@@ -18,6 +18,7 @@ from toolkit.report._columns import (
     empty,
 )
 from toolkit.report._definitions import AT_QUOTE_TOLERANCE_BP, MARKOUT_HORIZONS_S
+from toolkit.report._quotes import canonical_quotes
 
 
 class FramesLike(Protocol):
@@ -131,7 +132,7 @@ def per_order(
             "requested_notional": requested,
         }
     )
-    po = _add_quotes(po, frames.evaluated_tickers)
+    po = _add_quotes(po, canonical_quotes(frames))
     po = _add_fees(po, o)
     po = _add_fills_and_latency(po, o, filled, amount_original)
     po = _add_market(po, market, max_quote_age)
@@ -141,19 +142,11 @@ def per_order(
     return _conform(po, PER_ORDER_COLUMNS)
 
 
-def _add_quotes(po: pd.DataFrame, et: pd.DataFrame | None) -> pd.DataFrame:
-    if et is None or len(et) == 0 or "orderId" not in et.columns:
+def _add_quotes(po: pd.DataFrame, quotes: pd.DataFrame | None) -> pd.DataFrame:
+    """Quote metrics from ``quotes`` (``canonical_quotes``: the report's own column names)."""
+    if quotes is None or len(quotes) == 0:
         return po
-    q = pd.DataFrame(
-        {
-            "orderId": _text(et, "orderId"),
-            "rank": _num(et, "rank"),
-            "exchange": _text(et, "exchange"),
-            "price": _num(et, "price"),
-            "reason": _text(et, "reason"),
-        }
-    )
-    q = q[q["price"] > 0]
+    q = quotes[quotes["price"] > 0]
     g = q.assign(_has=(q["reason"] != "").astype("int64")).groupby("orderId")
     counts = pd.DataFrame({"quotes_seen": g.size(), "contingencies": g["_has"].sum()})
     po = po.merge(counts, how="left", left_on="orderId", right_index=True)
@@ -163,7 +156,7 @@ def _add_quotes(po: pd.DataFrame, et: pd.DataFrame | None) -> pd.DataFrame:
     own = own.sort_values(["orderId", "rank"], kind="stable").drop_duplicates("orderId")
     own = own.set_index("orderId")
     po["quote"] = po["orderId"].map(own["price"]).astype("float64")
-    po["quote_reason"] = po["orderId"].map(own["reason"]).fillna("")
+    po["quote_reason"] = po["orderId"].map(own["reason"]).astype(object).fillna("")
     po["quote_slippage_bp"] = po["sign"] * (po["average"] - po["quote"]) / po["quote"] * 1e4
 
     clean = q[q["reason"] == ""].merge(ctx[["orderId", "sign"]], on="orderId")

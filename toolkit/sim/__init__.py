@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim._control import SimControl, SimControlError
 from toolkit.sim._knobs import Knobs
 
@@ -23,10 +24,26 @@ __all__ = ["Knobs", "SimControl", "SimControlError", "Simulator"]
 class Simulator:
     """The simulated service on ``host``:``port`` (0 = a free port), served by uvicorn in a
     background thread. ``start()`` returns once it accepts connections; ``stop()`` is
-    idempotent; use it as a context manager. ``knobs`` are the fields of ``Knobs``."""
+    idempotent; use it as a context manager. ``knobs`` are the fields of ``Knobs``.
 
-    def __init__(self, seed: int = 7, host: str = "127.0.0.1", port: int = 0, **knobs: Any) -> None:
-        self.knobs = Knobs(seed=seed)
+    ``profile`` (default ``DEFAULT_PROFILE``) answers every point the spec leaves unshown:
+    routes, sign-in, identity, list items, payloads, texts, codes; the knobs that duplicate
+    one of its points (page sizes, connection limits, limit events, status case) start
+    from it and stay settable."""
+
+    def __init__(
+        self,
+        seed: int = 7,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        profile: ServiceProfile = DEFAULT_PROFILE,
+        **knobs: Any,
+    ) -> None:
+        if not isinstance(profile, ServiceProfile):
+            raise TypeError(f"profile must be a ServiceProfile, not {type(profile).__name__}")
+        self.profile = profile
+        self.knobs = Knobs.from_profile(profile, seed=seed)
         self.knobs.update(**knobs)
         self.host = host
         self._requested_port = port
@@ -37,7 +54,8 @@ class Simulator:
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "not started"
-        return f"Simulator(seed={self.knobs.seed}, {where})"
+        shown = "" if self.profile is DEFAULT_PROFILE else f", profile={self.profile.name!r}"
+        return f"Simulator(seed={self.knobs.seed}{shown}, {where})"
 
     @property
     def port(self) -> int:
@@ -73,7 +91,7 @@ class Simulator:
         from toolkit.sim._server import ServerThread, bind, build_app
         from toolkit.sim._state import SimState
 
-        self.state = SimState(self.knobs)
+        self.state = SimState(self.knobs, profile=self.profile)
         sock = bind(self.host, self._requested_port)
         self._port = int(sock.getsockname()[1])
         server = ServerThread(build_app(self.state), sock)
@@ -107,10 +125,12 @@ class Simulator:
     def client(
         self, api_key: str = "demo", api_secret: str = "demo-secret", **settings: Any
     ) -> Client:
-        """A ``toolkit.Client`` for this simulator (profile ``P1`` unless given)."""
+        """A ``toolkit.Client`` for this simulator (profile ``P1`` unless given), under the
+        simulator's service profile."""
         from toolkit.client._client import Client
 
         settings.setdefault("profile_id", "P1")
+        settings.setdefault("profile", self.profile)
         return Client(
             self.base_url, ws_url=self.ws_url, api_key=api_key, api_secret=api_secret, **settings
         )

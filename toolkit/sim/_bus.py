@@ -18,7 +18,7 @@ class Subscriber:
     connection falls behind by ``maxsize`` messages, newer ones are dropped."""
 
     account: str
-    queue: asyncio.Queue[tuple[Topic, dict[str, Any]]]
+    queue: asyncio.Queue[tuple[Topic, Any]]
     #: set by ``Bus.drop_all``; the connection handler closes the socket when it fires
     dropped: asyncio.Event = field(default_factory=asyncio.Event)
     drop_reason: str = ""
@@ -42,7 +42,7 @@ class Bus:
     def connections(self) -> int:
         return len(self._subs)
 
-    def publish(self, topic: Topic, message: dict[str, Any], account: str | None = None) -> None:
+    def publish(self, topic: Topic, message: Any, account: str | None = None) -> None:
         """Offer ``message`` to every connection (of ``account`` when given). The
         connection handler keeps only topics it is subscribed to."""
         for sub in self._subs:

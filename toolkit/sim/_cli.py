@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8765, help="port (0 = any free port)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the history and prices")
     parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        default=None,
+        help="serve the service profile in this TOML file (default: the built-in default)",
+    )
+    parser.add_argument(
         "--knob",
         action="append",
         type=parse_knob,
@@ -56,8 +62,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit.errors import InvalidRequest
+    from toolkit.profile import DEFAULT_PROFILE, load_profile
     from toolkit.sim import Simulator
 
+    profile = DEFAULT_PROFILE
+    if getattr(args, "profile", None):
+        try:
+            profile = load_profile(args.profile)
+        except (InvalidRequest, ValueError, OSError) as exc:
+            print(f"toolkit sim: {exc}", file=sys.stderr)
+            return 1
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -65,11 +80,15 @@ def run(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        sim = Simulator(seed=args.seed, host=args.host, port=args.port, **dict(args.knob))
+        sim = Simulator(
+            seed=args.seed, host=args.host, port=args.port, profile=profile, **dict(args.knob)
+        )
         with sim:
+            shown = "" if profile is DEFAULT_PROFILE else f"; profile {profile.name}"
             print(
                 f"toolkit sim: REST {sim.base_url}  WebSocket {sim.ws_url}/?token=TOKEN "
-                f"(token from POST {sim.base_url}/auth/signin; seed {args.seed}; Ctrl-C stops)",
+                f"(token from POST {sim.base_url}{profile.signin.path}; seed {args.seed}"
+                f"{shown}; Ctrl-C stops)",
                 flush=True,
             )
             # wait() with a timeout so signals are noticed promptly on every platform

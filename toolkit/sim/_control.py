@@ -61,6 +61,11 @@ async def patch_knobs(request: Request) -> Response:
     return JSONResponse(state.knobs.as_dict())
 
 
+async def get_profile(request: Request) -> Response:
+    """The service profile this simulator serves (``ServiceProfile.to_dict``)."""
+    return JSONResponse(_state(request).profile.to_dict())
+
+
 async def market_order(request: Request) -> Response:
     state = _state(request)
     try:
@@ -163,6 +168,7 @@ def routes() -> list[Route]:
     return [
         Route("/_sim/knobs", get_knobs, methods=["GET"]),
         Route("/_sim/knobs", patch_knobs, methods=["PATCH"]),
+        Route("/_sim/profile", get_profile, methods=["GET"]),
         Route("/_sim/orders/market", market_order, methods=["POST"]),
         Route("/_sim/orders/{order_id}/advance", advance, methods=["POST"]),
         Route("/_sim/orders/{order_id}/events", order_events, methods=["GET"]),
@@ -212,6 +218,12 @@ class SimControl:
 
     def set_knobs(self, **knobs: Any) -> dict[str, Any]:
         result: dict[str, Any] = self._call("PATCH", "/_sim/knobs", json=knobs)
+        return result
+
+    def profile(self) -> dict[str, Any]:
+        """The served service profile as nested tables (``ServiceProfile.from_dict`` reads
+        it back)."""
+        result: dict[str, Any] = self._call("GET", "/_sim/profile")
         return result
 
     def market_order(self, **kw: Any) -> dict[str, Any]:

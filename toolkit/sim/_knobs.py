@@ -7,6 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolkit.profile import ServiceProfile
+
 EventMode = Literal["all", "outcome_only"]
 StatusCase = Literal["mixed", "upper", "lower"]
 
@@ -14,7 +16,9 @@ StatusCase = Literal["mixed", "upper", "lower"]
 @dataclass
 class Knobs:
     """Every knob has the product's default; all are settable on ``Simulator(**knobs)``,
-    on ``toolkit sim --knob name=value`` and at run time with ``PATCH /_sim/knobs``."""
+    on ``toolkit sim --knob name=value`` and at run time with ``PATCH /_sim/knobs``. The
+    ones that duplicate a profile point start from the simulator's profile
+    (:func:`profile_knobs`)."""
 
     seed: int = 7
     #: orders in the seeded history of account A1 (A2 gets a tenth)
@@ -52,12 +56,23 @@ class Knobs:
     #: share of engine-triggered limit orders whose execution fails recoverably and re-arms
     #: to OPEN (spec 3.2); triggers from ``/_sim/prices`` always execute, for determinism
     rearm_rate: float = 0.05
-    #: page size rules of the listing (PRODUCT.md)
+    #: page size rules of the listing (``listing.page_*`` of the profile)
     page_default: int = 50
     page_max: int = 100
+    page_min: int = 1
+    #: ids per batch-cancel request; more -> 400
+    batch_cancel_max: int = 100
     #: name in `exchange` for service-managed orders
     service_name: str = "toolkit-sim"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_profile(cls, profile: ServiceProfile, seed: int = 7) -> Knobs:
+        """Knobs whose profile points (page sizes, batch size, connection limits, limit
+        events, status case) start from ``profile``; still settable at run time."""
+        knobs = cls(seed=seed)
+        knobs.update(**profile_knobs(profile))
+        return knobs
 
     def update(self, **changes: Any) -> None:
         names = {f.name for f in dataclasses.fields(self)}
@@ -69,3 +84,17 @@ class Knobs:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def profile_knobs(profile: ServiceProfile) -> dict[str, Any]:
+    """The knobs that duplicate a point of ``profile``, with the profile's values."""
+    return {
+        "page_default": profile.listing.page_default,
+        "page_min": profile.listing.page_min,
+        "page_max": profile.listing.page_max,
+        "batch_cancel_max": profile.rest.batch_cancel_max,
+        "ws_max_duration_s": profile.stream.max_duration_s,
+        "ws_idle_limit_s": profile.stream.idle_limit_s,
+        "limit_events": profile.stream.limit_events,
+        "status_case": profile.orders.status_case,
+    }

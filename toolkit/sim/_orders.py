@@ -196,9 +196,14 @@ def list_item(order: Order) -> dict[str, Any]:
 
 
 def format_order(
-    order: Order, case: StatusCase = "mixed", service_name: str = ""
+    order: Order,
+    case: StatusCase = "mixed",
+    service_name: str = "",
+    active: frozenset[str] = ACTIVE,
 ) -> dict[str, Any]:
-    """fetchOrder response == watchOrders message: the field set depends on the status."""
+    """fetchOrder response == watchOrders message: the field set depends on the status.
+    Canonical (Unix ms, default ``evaluatedTickers`` names); ``active`` are the statuses
+    whose ``statusGroup`` is ``ACTIVE``."""
     order.materialize()
     sym = order.symbol
     f = order.fill
@@ -242,7 +247,7 @@ def format_order(
     if order.is_limit:
         out["limitPrice"] = price_str(sym, order.limit_price or Decimal(0))
         out["expiresAt"] = order.expires_at
-        out["statusGroup"] = "ACTIVE" if order.status in ACTIVE else "FINALIZED"
+        out["statusGroup"] = "ACTIVE" if order.status in active else "FINALIZED"
         out["statusReason"] = order.status_reason
         if order.trigger is not None:
             out.update(order.trigger)

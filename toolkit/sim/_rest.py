@@ -13,15 +13,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from toolkit.profile import ServiceProfile, get_path
 from toolkit.sim._accounts import PROFILES, Principal
-from toolkit.sim._orders import ACTIVE, FINALIZED, LIMIT_STATUSES, PRICE_DP
+from toolkit.sim._orders import LIMIT_STATUSES, PRICE_DP
 from toolkit.sim._state import SimState, retry_after_header
 
 Handler = Callable[[Request, SimState, Principal], Awaitable[Response]]
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """An error of the control API (``{"message": ...}``, whatever the profile)."""
     return JSONResponse({"message": message}, status_code=status, headers=headers)
+
+
+def service_error(
+    state: SimState, status: int, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """An error of a service route: the text under ``rest.error_message_field``."""
+    return JSONResponse(state.shape.error(message), status_code=status, headers=headers)
 
 
 class BadRequest(Exception):
@@ -43,8 +52,9 @@ async def _with_latency(state: SimState, response: Response) -> Response:
 def service_route(
     handler: Handler, *, limit_route: bool = False
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Wrap a handler with what every service route does: bearer auth (401), the per-key
-    rate limit (429 + Retry-After), the inactive-route switch (404) and latency."""
+    """Wrap a handler with what every service route does: token auth per ``rest.auth_*``
+    (401), the per-key rate limit (429 + Retry-After), the inactive-route switch (404)
+    and latency."""
 
     async def endpoint(request: Request) -> Response:
         state = _state(request)
@@ -57,20 +67,32 @@ def service_route(
 async def _guarded(
     request: Request, state: SimState, handler: Handler, limit_route: bool
 ) -> Response:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    principal = state.tokens.resolve(token.strip()) if scheme.lower() == "bearer" else None
+    principal = state.tokens.resolve(request_token(request, state.profile))
     if principal is None:
-        return error(401, "missing, invalid or expired token")
+        return service_error(state, 401, "missing, invalid or expired token")
     wait = state.rate_limiter.check(principal.api_key.key, state.knobs.rate_limit_per_s)
     if wait is not None:
-        return error(429, "rate limit exceeded", {"Retry-After": retry_after_header(wait)})
+        retry = {"Retry-After": retry_after_header(wait)}
+        return service_error(state, 429, "rate limit exceeded", retry)
     if limit_route and not state.knobs.limit_routes_active:
-        return error(404, "route not active")
+        return service_error(state, 404, "route not active")
     try:
         return await handler(request, state, principal)
     except BadRequest as exc:
-        return error(400, str(exc))
+        return service_error(state, 400, str(exc))
+
+
+def request_token(request: Request, profile: ServiceProfile) -> str | None:
+    """The token of a REST request: header ``rest.auth_header``, value ``<scheme> <token>``
+    (scheme case-insensitive) or the bare token when ``rest.auth_scheme`` is empty."""
+    header = request.headers.get(profile.rest.auth_header, "")
+    scheme = profile.rest.auth_scheme
+    if not scheme:
+        return header.strip() or None
+    given, _, token = header.strip().partition(" ")
+    if given.lower() != scheme.lower():
+        return None
+    return token.strip() or None
 
 
 async def _json_body(request: Request, *, optional: bool = False) -> dict[str, Any]:
@@ -89,41 +111,49 @@ async def _json_body(request: Request, *, optional: bool = False) -> dict[str, A
 
 
 async def signin(request: Request) -> Response:
+    """``signin.path``: key and secret at ``signin.key_field``/``secret_field``; the token
+    and its expiry at ``signin.token_field``/``expiry_field`` (``expiry_kind``/``_unit``)."""
     state = _state(request)
+    si = state.profile.signin
     try:
         body = await _json_body(request)
     except BadRequest as exc:
-        return await _with_latency(state, error(400, str(exc)))
-    key, secret = body.get("apiKey"), body.get("apiSecret")
+        return await _with_latency(state, service_error(state, 400, str(exc)))
+    key, secret = get_path(body, si.key_field), get_path(body, si.secret_field)
     if not isinstance(key, str) or not isinstance(secret, str):
-        return await _with_latency(state, error(400, "apiKey and apiSecret are required"))
+        text = f"{si.key_field} and {si.secret_field} are required"
+        return await _with_latency(state, service_error(state, 400, text))
     state.tokens.ttl_s = float(state.knobs.token_ttl_s)
     principal = state.tokens.signin(key, secret)
     if principal is None:
-        return await _with_latency(state, error(401, "invalid credentials"))
-    body = {"token": principal.token, "expiresAt": principal.expires_at_ms}
-    return await _with_latency(state, JSONResponse(body))
+        status = si.bad_credentials_statuses[0]
+        return await _with_latency(state, service_error(state, status, "invalid credentials"))
+    out = state.shape.signin(principal.token, principal.expires_at_ms, state.now_ms())
+    return await _with_latency(state, JSONResponse(out))
 
 
 async def fetch_order(request: Request, state: SimState, principal: Principal) -> Response:
-    order_id = request.query_params.get("orderId")
+    param = state.profile.rest.fetch_order_param
+    order_id = request.query_params.get(param)
     if not order_id:
-        raise BadRequest("orderId is required")
+        raise BadRequest(f"{param} is required")
     order = state.find(principal.account, order_id)
     if order is None:
-        return error(404, "order not found")
+        return service_error(state, 404, "order not found")
     return JSONResponse(state.format(order))
 
 
-def parse_status_filter(value: str | None) -> frozenset[str] | None:
-    """ACTIVE, FINALIZED or a comma list of the nine, uppercase only; anything else drops
-    the filter silently (spec 4.2)."""
+def parse_status_filter(
+    value: str | None, active: frozenset[str], finalized: frozenset[str]
+) -> frozenset[str] | None:
+    """ACTIVE, FINALIZED (members per the profile) or a comma list of the nine, uppercase
+    only; anything else drops the filter silently (spec 4.2)."""
     if not value:
         return None
     if value == "ACTIVE":
-        return ACTIVE
+        return active
     if value == "FINALIZED":
-        return FINALIZED
+        return finalized
     parts = value.split(",")
     if all(p in LIMIT_STATUSES for p in parts):
         return frozenset(parts)
@@ -139,15 +169,17 @@ async def list_limit_orders(request: Request, state: SimState, principal: Princi
             limit = int(raw_limit)
         except ValueError as exc:
             raise BadRequest("limit must be an integer") from exc
-    if not 1 <= limit <= int(state.knobs.page_max):
-        raise BadRequest(f"limit must be between 1 and {state.knobs.page_max}")
-    statuses = parse_status_filter(params.get("status"))
+    low, high = int(state.knobs.page_min), int(state.knobs.page_max)
+    if not low <= limit <= high:
+        raise BadRequest(f"limit must be between {low} and {high}")
+    shape = state.shape
+    statuses = parse_status_filter(params.get("status"), shape.active, shape.finalized)
     if state.should_fail_listing():
-        return error(503, "query temporarily unavailable, try again")
+        return service_error(state, 503, "query temporarily unavailable, try again")
     items, token = state.list_limit_orders(
         principal.account, statuses, limit, params.get("paginationToken")
     )
-    body: dict[str, Any] = {"orders": items}
+    body: dict[str, Any] = {"orders": [shape.list_item(item) for item in items]}
     if token is not None:
         body["paginationToken"] = token
     return JSONResponse(body)
@@ -193,16 +225,17 @@ async def create_limit_order(request: Request, state: SimState, principal: Princ
     limit_price = limit_price.quantize(Decimal(1).scaleb(-PRICE_DP[symbol]))
     if limit_price <= 0:
         raise BadRequest("limitPrice is too small")
-    expires_at = body.get("expiresAt")
-    if isinstance(expires_at, bool) or not isinstance(expires_at, int):
-        raise BadRequest("expiresAt must be a Unix timestamp in milliseconds")
+    expires_at = state.shape.ms_from_input(body.get("expiresAt"))
+    if expires_at is None:
+        unit = "seconds" if state.shape.in_seconds else "milliseconds"
+        raise BadRequest(f"expiresAt must be a Unix timestamp in {unit}")
     if expires_at <= state.now_ms():
         raise BadRequest("expiresAt is in the past")
     client_order_id = body.get("clientOrderId")
     if client_order_id is not None and not isinstance(client_order_id, str):
         raise BadRequest("clientOrderId must be a string")
     if profile is None:
-        return error(404, "profile not found in this account")
+        return service_error(state, 404, "profile not found in this account")
     order = state.create_limit(
         principal.account,
         profile,
@@ -226,33 +259,39 @@ _CANCEL_409 = {
 
 
 async def cancel_limit_order(request: Request, state: SimState, principal: Principal) -> Response:
+    """``profileId`` where ``rest.cancel_profile_in`` says (``body`` also takes the query,
+    as the default always did); success answered with ``rest.cancel_status``."""
     body = await _json_body(request, optional=True)
-    profile = _profile(principal, body.get("profileId") or request.query_params.get("profileId"))
-    reason = body.get("reason")
+    query = request.query_params
+    given = query.get("profileId")
+    if state.profile.rest.cancel_profile_in == "body":
+        given = body.get("profileId") or given
+    profile = _profile(principal, given)
+    reason = body.get("reason", query.get("reason"))
     if reason is not None and not isinstance(reason, str):
         raise BadRequest("reason must be a string")
     order_id = request.path_params["order_id"]
     if profile is None:
-        return error(404, "order not found in this profile")
+        return service_error(state, 404, "order not found in this profile")
     outcome, order = state.cancel(principal.account, profile, order_id, reason)
     if outcome == "not_found" or order is None:
-        return error(404, "order not found in this profile")
+        return service_error(state, 404, "order not found in this profile")
     if outcome != "accepted":
-        return error(409, _CANCEL_409[outcome])
-    return JSONResponse(
-        {"id": order.id, "status": "CANCELLING", "cancelRequestedAt": order.cancel_requested_at},
-        status_code=202,
-    )
+        return service_error(state, 409, _CANCEL_409[outcome])
+    out = {"id": order.id, "status": "CANCELLING", "cancelRequestedAt": order.cancel_requested_at}
+    return JSONResponse(state.shape.stamp(out), status_code=state.profile.rest.cancel_status)
 
 
 async def batch_cancel(request: Request, state: SimState, principal: Principal) -> Response:
     body = await _json_body(request)
     profile = _profile(principal, body.get("profileId"))
-    ids = body.get("orderIds")
+    field = state.profile.rest.batch_ids_field
+    ids = get_path(body, field)
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-        raise BadRequest("orderIds must be a non-empty list of order ids")
-    if len(ids) > int(state.knobs.page_max):
-        raise BadRequest(f"at most {state.knobs.page_max} orderIds per call")
+        raise BadRequest(f"{field} must be a non-empty list of order ids")
+    most = int(state.knobs.batch_cancel_max)
+    if len(ids) > most:
+        raise BadRequest(f"at most {most} {field} per call")
     reason = body.get("reason") if isinstance(body.get("reason"), str) else None
     results: list[dict[str, Any]] = []
     for order_id in ids:
@@ -261,41 +300,42 @@ async def batch_cancel(request: Request, state: SimState, principal: Principal) 
             continue
         outcome, order = state.cancel(principal.account, profile, order_id, reason, batch=True)
         if outcome == "accepted" and order is not None:
-            results.append(
-                {
-                    "id": order_id,
-                    "accepted": True,
-                    "status": "CANCELLING",
-                    "cancelRequestedAt": order.cancel_requested_at,
-                }
-            )
+            accepted = {
+                "id": order_id,
+                "accepted": True,
+                "status": "CANCELLING",
+                "cancelRequestedAt": order.cancel_requested_at,
+            }
+            results.append(state.shape.stamp(accepted))
         else:
             status = order.status if order is not None else "NOT_FOUND"
             results.append({"id": order_id, "accepted": False, "status": status})
     return JSONResponse({"orders": results}, status_code=202)
 
 
-def routes() -> list[Route]:
+def routes(profile: ServiceProfile) -> list[Route]:
+    """The service routes at the profile's paths (``signin.path``, ``rest.*_path``)."""
+    rest = profile.rest
     return [
-        Route("/auth/signin", signin, methods=["POST"]),
-        Route("/orders/fetchOrder", service_route(fetch_order), methods=["GET"]),
+        Route(profile.signin.path, signin, methods=["POST"]),
+        Route(rest.fetch_order_path, service_route(fetch_order), methods=["GET"]),
         Route(
-            "/orders/limit/orders",
+            rest.limit_orders_path,
             service_route(list_limit_orders, limit_route=True),
             methods=["GET"],
         ),
         Route(
-            "/orders/limit/orders",
+            rest.limit_orders_path,
             service_route(create_limit_order, limit_route=True),
             methods=["POST"],
         ),
         Route(
-            "/orders/limit/orders/cancel",
+            rest.batch_cancel_path,
             service_route(batch_cancel, limit_route=True),
             methods=["POST"],
         ),
         Route(
-            "/orders/limit/orders/{order_id}/cancel",
+            rest.cancel_path,
             service_route(cancel_limit_order, limit_route=True),
             methods=["PATCH"],
         ),

@@ -22,9 +22,14 @@ from toolkit.sim._ws import ws_endpoint
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown route, wrong method...: the service's error body, or the control API's."""
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-    return JSONResponse({"message": detail}, status_code=status)
+    state: SimState = request.app.state.sim
+    body = (
+        {"message": detail} if request.url.path.startswith("/_sim/") else state.shape.error(detail)
+    )
+    return JSONResponse(body, status_code=status)
 
 
 def build_app(state: SimState) -> Starlette:
@@ -38,7 +43,7 @@ def build_app(state: SimState) -> Starlette:
         finally:
             await state.close()
 
-    routes: list[BaseRoute] = [*_rest.routes(), *_control.routes()]
+    routes: list[BaseRoute] = [*_rest.routes(state.profile), *_control.routes()]
     routes.append(WebSocketRoute("/", ws_endpoint))
     app = Starlette(
         routes=routes,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Literal
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim._accounts import PROFILES, TokenStore
 from toolkit.sim._bus import Bus
 from toolkit.sim._engine import Engine, Market
@@ -31,26 +32,11 @@ from toolkit.sim._orders import (
     make_quotes,
     q,
 )
-from toolkit.sim._wallet import WalletMixin
+from toolkit.sim._shape import Shape
+from toolkit.sim._wallet import INITIAL_BALANCES, WalletMixin
 
 SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL")
 PRIORITY_SYMBOLS: tuple[str, ...] = ("BTC/BRL", "ETH/BRL")
-INITIAL_BALANCES: dict[str, dict[str, Decimal]] = {
-    "A1": {
-        "BRL": Decimal("2000000"),
-        "BTC": Decimal("10"),
-        "ETH": Decimal("100"),
-        "SOL": Decimal("2000"),
-        "USDT": Decimal("300000"),
-    },
-    "A2": {
-        "BRL": Decimal("50000"),
-        "BTC": Decimal("0.5"),
-        "ETH": Decimal("5"),
-        "SOL": Decimal("100"),
-        "USDT": Decimal("10000"),
-    },
-}
 #: outcome-only mode (spec 6, cancel route's reading): limit orders publish just these
 OUTCOME_STATUSES = frozenset({"PROCESSING", "EXECUTED", "CLOSED"})
 LIMIT_CHAIN = ("OPEN", "TRIGGERED", "PROCESSING", "EXECUTED", "CLOSED")
@@ -69,8 +55,17 @@ class SimState(ListingMixin, WalletMixin):
     Balances live in :class:`~toolkit.sim._wallet.WalletMixin`, the listing replica and
     its pagination tokens in :class:`~toolkit.sim._listing.ListingMixin`."""
 
-    def __init__(self, knobs: Knobs, *, now_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        knobs: Knobs,
+        *,
+        now_ms: int | None = None,
+        profile: ServiceProfile = DEFAULT_PROFILE,
+    ) -> None:
         self.knobs = knobs
+        #: the service profile served; ``shape`` renders canonical data in its forms
+        self.profile = profile
+        self.shape = Shape(profile)
         self.tokens = TokenStore(knobs.token_ttl_s)
         self.bus = Bus()
         self.symbols = SYMBOLS
@@ -193,21 +188,23 @@ class SimState(ListingMixin, WalletMixin):
         outcome_only = knobs.limit_events == "outcome_only"
         if order.is_limit and outcome_only and order.status not in OUTCOME_STATUSES:
             return
-        message = format_order(order, knobs.status_case, knobs.service_name)
+        message = self.format(order)
         self.events.setdefault(order.id, []).append(message["status"])
         self.bus.publish(("watchorders", order.account), message, account=order.account)
 
     def format(self, order: Order) -> dict[str, Any]:
-        return format_order(order, self.knobs.status_case, self.knobs.service_name)
+        """fetchOrder body == watchOrders message, in the profile's shape."""
+        knobs, shape = self.knobs, self.shape
+        return shape.order(format_order(order, knobs.status_case, knobs.service_name, shape.active))
 
     # ---------------------------------------------------------------- tickers
     def publish_tickers(self, symbols: tuple[str, ...] | None = None) -> None:
-        now = self.now_ms()
-        tickers = [self.market.ticker(sym, now) for sym in self.symbols]
-        for ticker in tickers:
-            if symbols is None or ticker["symbol"] in symbols:
-                self.bus.publish(("watchticker", ticker["symbol"]), ticker)
-        self.bus.publish(("watchtickers", None), {"tickers": tickers})
+        now, shape = self.now_ms(), self.shape
+        tickers = [shape.ticker(self.market.ticker(sym, now)) for sym in self.symbols]
+        for sym, ticker in zip(self.symbols, tickers, strict=True):
+            if symbols is None or sym in symbols:
+                self.bus.publish(("watchticker", sym), ticker)
+        self.bus.publish(("watchtickers", None), shape.tickers(tickers))
 
     # ---------------------------------------------------------------- limit orders
     def create_limit(

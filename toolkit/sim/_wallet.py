@@ -8,6 +8,24 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit.sim._bus import Bus
 from toolkit.sim._orders import Order, crypto, fiat
+from toolkit.sim._shape import Shape
+
+INITIAL_BALANCES: dict[str, dict[str, Decimal]] = {
+    "A1": {
+        "BRL": Decimal("2000000"),
+        "BTC": Decimal("10"),
+        "ETH": Decimal("100"),
+        "SOL": Decimal("2000"),
+        "USDT": Decimal("300000"),
+    },
+    "A2": {
+        "BRL": Decimal("50000"),
+        "BTC": Decimal("0.5"),
+        "ETH": Decimal("5"),
+        "SOL": Decimal("100"),
+        "USDT": Decimal("10000"),
+    },
+}
 
 
 class WalletMixin:
@@ -16,6 +34,7 @@ class WalletMixin:
 
     balances: dict[str, dict[str, list[Decimal]]]
     bus: Bus
+    shape: Shape
 
     if TYPE_CHECKING:
 
@@ -79,6 +98,7 @@ class WalletMixin:
         self.publish_balance(order.account)
 
     def balance_message(self, account: str) -> dict[str, Any]:
+        """The canonical balances of ``account`` (the control API shows these)."""
         rows = []
         for asset, (free, locked) in sorted(self.balances.get(account, {}).items()):
             fmt = fiat if asset == "BRL" else crypto
@@ -93,4 +113,5 @@ class WalletMixin:
         return {"balances": rows, "timestamp": self.now_ms()}
 
     def publish_balance(self, account: str) -> None:
-        self.bus.publish(("watchbalance", account), self.balance_message(account), account=account)
+        message = self.shape.balance(self.balance_message(account))
+        self.bus.publish(("watchbalance", account), message, account=account)

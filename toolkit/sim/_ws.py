@@ -1,5 +1,6 @@
-"""The simulator's WebSocket endpoint (spec 2.1-2.3, 4.1, 5-8): token check before the
-upgrade, subscribe/unsubscribe/ping with confirmations, bus fan-out, connection limits."""
+"""The simulator's WebSocket endpoint (spec 2.1-2.3, 4.1, 5-8): token refusal (HTTP before
+the upgrade, or a close code after it, per the profile), subscribe/unsubscribe/keep-alive with
+confirmations, bus fan-out, connection limits."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from toolkit.profile import Stream
 from toolkit.sim._accounts import CHANNEL_PERMISSION, ApiKey, Principal
 from toolkit.sim._bus import Subscriber, Topic
+from toolkit.sim._shape import Shape, set_path
 
 __all__ = ["ChannelState", "Subscription", "ws_endpoint"]
 
@@ -30,12 +33,14 @@ _COMPACT = (",", ":")
 @dataclass(frozen=True)
 class Subscription:
     """One subscription of a connection: its key (``watchticker#btcbrl``), the bus topic
-    it selects, and the ``onlyPriority`` filter of ``watchtickers``."""
+    it selects, the ``onlyPriority`` filter of ``watchtickers``, and the symbol of the
+    confirmation texts (lowercase, no slash; empty for channels without one)."""
 
     key: str
     channel: str
     topic: Topic
     only_priority: bool = False
+    symbol: str = ""
 
 
 @dataclass
@@ -49,6 +54,8 @@ class ChannelState:
     symbols: tuple[str, ...]
     priority_symbols: frozenset[str]
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
+    #: the profile's shapes: keep-alive, confirmation texts, onlyPriority, ticker payloads
+    shape: Shape = field(default_factory=Shape, repr=False)
 
     def handle(self, raw: str | bytes) -> dict[str, Any]:
         """The reply to one client message; never raises on bad input."""
@@ -59,8 +66,12 @@ class ChannelState:
         if not isinstance(msg, dict):
             return _fail("Invalid JSON")
         action = msg.get("action")
-        if action == "ping":
-            return {"success": True, "message": "pong", "subscriptions": list(self.subscriptions)}
+        stream = self.shape.profile.stream
+        if stream.keepalive_action and action == stream.keepalive_action:
+            reply: dict[str, Any] = {"success": True}
+            set_path(reply, stream.keepalive_reply_field, stream.keepalive_reply_value)
+            reply["subscriptions"] = list(self.subscriptions)
+            return reply
         if action not in ("subscribe", "unsubscribe"):
             return _fail(f"Unknown action: {_text(action)}")
         parsed = self._parse(msg)
@@ -68,10 +79,21 @@ class ChannelState:
             return _fail(parsed)
         if action == "subscribe":
             self.subscriptions[parsed.key] = parsed
-            return {"success": True, "message": f"Successfully subscribed to channel: {parsed.key}"}
+            return {"success": True, "message": self._confirmation(parsed, subscribed=True)}
         if self.subscriptions.pop(parsed.key, None) is None:
             return _fail(f"Not subscribed to channel: {parsed.key}")
-        return {"success": True, "message": f"Successfully unsubscribed from channel: {parsed.key}"}
+        return {"success": True, "message": self._confirmation(parsed, subscribed=False)}
+
+    def _confirmation(self, sub: Subscription, *, subscribed: bool) -> str:
+        """The profile's ``stream.(un)subscribed_text[_no_symbol]`` for ``sub``."""
+        stream = self.shape.profile.stream
+        if sub.symbol:
+            text = stream.subscribed_text if subscribed else stream.unsubscribed_text
+        elif subscribed:
+            text = stream.subscribed_text_no_symbol
+        else:
+            text = stream.unsubscribed_text_no_symbol
+        return text.replace("{channel}", sub.channel).replace("{symbol}", sub.symbol)
 
     def _parse(self, msg: dict[str, Any]) -> Subscription | str:
         """The subscription a subscribe/unsubscribe names, or the failure text."""
@@ -94,31 +116,45 @@ class ChannelState:
             if not isinstance(symbol, str) or symbol.upper() not in self.symbols:
                 return f"Invalid symbol: {_text(symbol)}"
             symbol = symbol.upper()
-            key = f"watchticker#{symbol.replace('/', '').lower()}"
-            return Subscription(key, channel, (channel, symbol))
+            plain = symbol.replace("/", "").lower()
+            return Subscription(f"watchticker#{plain}", channel, (channel, symbol), symbol=plain)
         if channel == "watchtickers":
-            only = data.get("onlyPriority", False)
+            only = only_priority(data.get("onlyPriority"), self.shape.profile.stream)
             if only is None:
-                only = False
-            if not isinstance(only, bool):
                 return "Invalid field: onlyPriority"
             return Subscription(channel, channel, (channel, None), only_priority=only)
         return Subscription(channel, channel, (channel, self.api_key.account))
 
-    def outgoing(self, topic: Topic, message: dict[str, Any]) -> dict[str, Any] | None:
+    def outgoing(self, topic: Topic, message: Any) -> dict[str, Any] | None:
         """The data message for a bus message, or None when nothing subscribed selects it."""
         channel = topic[0]
         for sub in self.subscriptions.values():
             if sub.topic != topic:
                 continue
             if sub.only_priority:
-                tickers = message.get("tickers") or []
-                message = {
-                    **message,
-                    "tickers": [t for t in tickers if t.get("symbol") in self.priority_symbols],
-                }
+                message = self.shape.only(message, self.priority_symbols)
             return {"channel": channel, "message": message}
         return None
+
+
+_TRUE_TEXTS = frozenset({"true", "1", "yes", "on"})
+_FALSE_TEXTS = frozenset({"false", "0", "no", "off", ""})
+
+
+def only_priority(value: Any, stream: Stream) -> bool | None:
+    """``onlyPriority`` read as ``stream.only_priority_type`` says (absent or null: off);
+    None when the value has another type or is not a truthy/falsy form of it."""
+    if value is None:
+        return False
+    kind = stream.only_priority_type
+    if kind == "bool":
+        return value if isinstance(value, bool) else None
+    if kind == "int":
+        return value != 0 if isinstance(value, int) and not isinstance(value, bool) else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    return True if text in _TRUE_TEXTS else False if text in _FALSE_TEXTS else None
 
 
 def _fail(text: str) -> dict[str, Any]:
@@ -210,23 +246,23 @@ def _abort(websocket: WebSocket) -> None:
 async def ws_endpoint(websocket: WebSocket) -> None:
     """Serve one WebSocket connection of the simulator (``WebSocketRoute("/", ...)``).
 
-    Refuses a missing, unknown or expired ``?token=`` with HTTP 401 before the upgrade.
-    Then answers client messages one at a time, in order, and forwards the bus messages
-    of the subscribed topics. Closes with 1000 "max duration reached" / "idle timeout"
-    per the knobs read at connect time; on ``Bus.drop_all`` cuts the TCP connection
-    without a close frame. Always detaches from the bus."""
+    Refuses a missing, unknown or expired ``?token=`` per ``stream.refusal_kind``: HTTP
+    ``refusal_http_statuses[0]`` before the upgrade, or an accepted upgrade closed at once
+    with ``refusal_close_codes[0]``. Then answers client messages one at a time, in order,
+    and forwards the bus messages of the subscribed topics. Closes with 1000 "max duration
+    reached" / "idle timeout" per the knobs read at connect time; on ``Bus.drop_all`` cuts
+    the TCP connection without a close frame. Always detaches from the bus."""
     _install_redaction()
     sim = websocket.app.state.sim
     principal: Principal | None = sim.tokens.resolve(websocket.query_params.get("token"))
     if principal is None:
-        _refused.set(True)
-        await websocket.send_denial_response(
-            JSONResponse({"message": "missing or invalid token"}, status_code=401)
-        )
+        await _refuse(websocket, sim.shape)
         return
     max_duration_s = float(sim.knobs.ws_max_duration_s)
     idle_limit_s = float(sim.knobs.ws_idle_limit_s)
-    state = ChannelState(principal.api_key, tuple(sim.symbols), frozenset(sim.priority_symbols))
+    state = ChannelState(
+        principal.api_key, tuple(sim.symbols), frozenset(sim.priority_symbols), shape=sim.shape
+    )
     sub: Subscriber = sim.bus.attach(principal.account)
     try:
         await websocket.accept()
@@ -235,6 +271,20 @@ async def ws_endpoint(websocket: WebSocket) -> None:
         pass  # the client went away: nothing to tell anyone
     finally:
         sim.bus.detach(sub)
+
+
+async def _refuse(websocket: WebSocket, shape: Shape) -> None:
+    text = "missing or invalid token"
+    stream = shape.profile.stream
+    if stream.refusal_kind == "close":
+        code = stream.refusal_close_codes[0] if stream.refusal_close_codes else 1008
+        with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
+            await websocket.accept()
+            await websocket.close(code=code, reason=text)
+        return
+    _refused.set(True)
+    status = stream.refusal_http_statuses[0] if stream.refusal_http_statuses else 401
+    await websocket.send_denial_response(JSONResponse(shape.error(text), status_code=status))
 
 
 async def _serve(
@@ -249,7 +299,7 @@ async def _serve(
     idle_at = loop.time() + idle_limit_s
     dropped = asyncio.ensure_future(sub.dropped.wait())
     receiving: asyncio.Future[Any] | None = None
-    bus_get: asyncio.Future[tuple[Topic, dict[str, Any]]] | None = None
+    bus_get: asyncio.Future[tuple[Topic, Any]] | None = None
     try:
         while True:
             if receiving is None:
@@ -296,7 +346,7 @@ async def _forward(
     websocket: WebSocket,
     state: ChannelState,
     sub: Subscriber,
-    first: tuple[Topic, dict[str, Any]] | None,
+    first: tuple[Topic, Any] | None,
     limit: int | None = _BATCH,
 ) -> None:
     """Send ``first`` and whatever else is already queued (up to ``limit``; all when

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolkit.errors import InvalidRequest, PermissionDenied
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
 
 Action = Literal["subscribe", "unsubscribe"]
 
@@ -24,6 +25,9 @@ __all__ = [
     "PendingRequest",
     "classify_reply",
     "confirmation_text",
+    "expected_confirmation",
+    "inferred_confirmation",
+    "keepalive_request",
     "normalize_channel",
     "parse_channel_spec",
     "subscription_key",
@@ -109,11 +113,24 @@ def subscription_key(channel: str, data: Mapping[str, Any] | None = None) -> str
     return name
 
 
-def subscription_request(action: Action, channel: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON message of a subscribe or unsubscribe (spec 2.1)."""
+def subscription_request(
+    action: Action,
+    channel: str,
+    data: Mapping[str, Any],
+    profile: ServiceProfile = DEFAULT_PROFILE,
+) -> dict[str, Any]:
+    """The JSON message of a subscribe or unsubscribe (spec 2.1); ``onlyPriority`` is sent
+    as the profile's ``stream.only_priority_type`` (bool, 0/1 or "true"/"false")."""
     message: dict[str, Any] = {"action": action, "channel": channel}
     if data:
-        message["data"] = dict(data)
+        out = dict(data)
+        if isinstance(out.get("onlyPriority"), bool):
+            only = out["onlyPriority"]
+            kind = profile.stream.only_priority_type
+            out["onlyPriority"] = (
+                int(only) if kind == "int" else str(only).lower() if kind == "str" else only
+            )
+        message["data"] = out
     return message
 
 
@@ -145,67 +162,164 @@ _VERB = {"subscribe": "subscribed to", "unsubscribe": "unsubscribed from"}
 
 
 def confirmation_text(action: Action, key: str) -> str:
-    """The message of a successful confirmation for ``key`` (spec 2.2, PRODUCT.md)."""
+    """The message of a successful confirmation for ``key`` under the default profile
+    (spec 2.2, PRODUCT.md); ``expected_confirmation`` gives it for any profile."""
     return f"Successfully {_VERB[action]} channel: {key}"
+
+
+def _symbol_token(data: Mapping[str, Any] | None) -> str:
+    symbol = (data or {}).get("symbol")
+    return str(symbol).replace("/", "").lower() if symbol else ""
+
+
+def expected_confirmation(
+    action: Action,
+    channel: str,
+    data: Mapping[str, Any] | None = None,
+    profile: ServiceProfile = DEFAULT_PROFILE,
+) -> str:
+    """The success text ``profile`` announces for ``action`` on ``channel`` (lowercase
+    channel, symbol lowercase without its slash)."""
+    s = profile.stream
+    name = channel.strip().lower()
+    symbol = _symbol_token(data)
+    if action == "subscribe":
+        template = s.subscribed_text if symbol else s.subscribed_text_no_symbol
+    else:
+        template = s.unsubscribed_text if symbol else s.unsubscribed_text_no_symbol
+    return template.format(channel=name, symbol=symbol)
+
+
+def _names(text: str, word: str) -> bool:
+    """``word`` appears in ``text`` as a whole token (``watchticker`` is not in
+    ``watchtickers``)."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
+
+
+def inferred_confirmation(
+    action: Action, channel: str, data: Mapping[str, Any] | None, text: str
+) -> bool:
+    """The safe inference for a success text that is not the profile's: it names the
+    channel (and the symbol, when there is one) in lowercase, and its verb is not the
+    opposite action's (a subscribe is never confirmed by an ``unsubscribed`` text, nor an
+    unsubscribe by a bare ``subscribed`` one)."""
+    name = channel.strip().lower()
+    if not _names(text, name):
+        return False
+    symbol = _symbol_token(data)
+    pair = str((data or {}).get("symbol", "")).lower()
+    if symbol and not (_names(text, symbol) or _names(text, pair)):
+        return False
+    undoes = "unsub" in text.lower()
+    if action == "subscribe":
+        return not undoes
+    return undoes or "subscri" not in text.lower()
+
+
+ReplyKind = Literal["confirmation", "keepalive"]
 
 
 @dataclass(frozen=True, slots=True)
 class Confirmation:
-    """A reply of the service that is not a data message: a confirmation or a pong."""
+    """A reply of the service that is not a data message: the confirmation of a
+    subscribe/unsubscribe (``success`` + ``message``), or a keep-alive reply (recognised by
+    the profile's ``keepalive_reply_field`` == ``keepalive_reply_value``)."""
 
-    kind: Literal["confirmation", "pong"]
+    kind: ReplyKind
     success: bool
     message: str
     subscriptions: tuple[str, ...] = ()
 
 
-def classify_reply(message: Mapping[str, Any]) -> Confirmation | None:
-    """A Confirmation for a reply (``{"success", "message"}``), None for a data message."""
+def classify_reply(
+    message: Mapping[str, Any], profile: ServiceProfile = DEFAULT_PROFILE
+) -> Confirmation | None:
+    """A Confirmation for a reply, None for a data message (or anything else).
+
+    A keep-alive reply is recognised first, by the profile's field and value (``message``
+    == ``pong`` by default; a dotted field reaches a nested one), whatever else it
+    carries; a confirmation is an object with ``success`` and no top-level ``channel``."""
+    s = profile.stream
+    if s.keepalive_reply_field:
+        value = get_path(message, s.keepalive_reply_field, None)
+        if isinstance(value, str | int | bool) and str(value) == s.keepalive_reply_value:
+            subs = message.get("subscriptions")
+            listed = tuple(str(x) for x in subs) if isinstance(subs, list | tuple) else ()
+            success = message.get("success") is not False
+            text = message.get("message")
+            return Confirmation("keepalive", success, str(value if text is None else text), listed)
     if "success" not in message or "channel" in message:
         return None
-    text = str(message.get("message", ""))
-    success = message.get("success") is True
-    if success and text == "pong":
-        subs = message.get("subscriptions") or ()
-        return Confirmation("pong", True, text, tuple(str(s) for s in subs))
-    return Confirmation("confirmation", success, text)
+    text = message.get("message", "")
+    return Confirmation("confirmation", message.get("success") is True, str(text))
+
+
+def keepalive_request(profile: ServiceProfile = DEFAULT_PROFILE) -> dict[str, Any] | None:
+    """The keep-alive action of ``profile`` as sent, or None when the service has none."""
+    action = profile.stream.keepalive_action
+    return {"action": action} if action else None
+
+
+RequestKind = Literal["subscribe", "unsubscribe", "keepalive"]
 
 
 @dataclass(slots=True)
 class PendingRequest:
-    """The one subscribe/unsubscribe in flight on a connection.
+    """The one action in flight on a connection: a subscribe, an unsubscribe or a
+    keep-alive.
 
-    A confirmation carries no request id, so requests are serialized per connection and a
-    success is recognised by its ``channel#symbol`` text; a failure can only be the reply
-    to the request in flight.
+    Replies carry no request id, so actions are serialised per connection and a reply
+    answers the one outstanding action only: a success confirmation answers a subscribe
+    or unsubscribe when its text is the profile's for that channel (any case), or names
+    the channel and symbol (``inferred_confirmation``); a keep-alive reply answers only a
+    keep-alive; a failure (``success: false``) answers whatever is outstanding.
     """
 
-    action: Action
-    channel: str
+    action: RequestKind
+    channel: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    profile: ServiceProfile = field(default=DEFAULT_PROFILE, repr=False)
 
     @property
     def key(self) -> str:
+        if self.action == "keepalive":
+            return "keepalive"
         return subscription_key(self.channel, self.data)
 
+    def message(self) -> dict[str, Any]:
+        """The JSON object sent for this action."""
+        if self.action == "keepalive":
+            msg = keepalive_request(self.profile)
+            if msg is None:
+                raise ValueError("this profile has no keep-alive action (stream.keepalive_action)")
+            return msg
+        return subscription_request(self.action, self.channel, self.data, self.profile)
+
     def matches(self, reply: Confirmation) -> bool:
-        """True when ``reply`` answers this request (success with our text, or any failure)."""
+        """True when ``reply`` answers this request (see the class docstring)."""
+        if self.action == "keepalive":
+            return reply.kind == "keepalive" or not reply.success
         if reply.kind != "confirmation":
             return False
         if not reply.success:
             return True
-        return reply.message.strip().lower() == confirmation_text(self.action, self.key).lower()
+        text = reply.message.strip()
+        expected = expected_confirmation(self.action, self.channel, self.data, self.profile)
+        if text.lower() == expected.strip().lower():
+            return True
+        return inferred_confirmation(self.action, self.channel, self.data, text)
 
     def error(self, reply: Confirmation) -> Exception:
         """The exception for a failed confirmation of this request."""
-        info = CHANNELS[self.channel]
-        if "permission denied" in reply.message.lower():
+        info = CHANNELS.get(self.channel)
+        name = info.name if info else self.action
+        if info is not None and "permission denied" in reply.message.lower():
             return PermissionDenied(
                 f"{self.action} {info.name} refused: the API key lacks the permission "
                 f"{info.permission!r} this channel needs (service said: {reply.message!r})"
             )
         return InvalidRequest(
-            f"{self.action} {info.name} ({self.key}) refused by the service: {reply.message!r}"
+            f"{self.action} {name} ({self.key}) refused by the service: {reply.message!r}"
         )
 
 

@@ -1,5 +1,8 @@
-"""Connection keeping for ``StreamSession``: open a connection (errors translated), read it,
-keep it alive with pings, drain it, rotate it before the max duration, reconnect with backoff."""
+"""Connection keeping for ``StreamSession``: open a connection (errors translated, a token
+refused by HTTP status or by close code), read it, keep it alive with the profile's
+keep-alive action, serialise the actions sent on it, drain it, rotate it before the max
+duration, reconnect with backoff. The policy (intervals, limits, codes) comes from
+``toolkit.stream._keepalive``."""
 
 from __future__ import annotations
 
@@ -10,13 +13,11 @@ import logging
 import re
 import secrets
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
@@ -31,6 +32,7 @@ from toolkit.errors import (
     TransportError,
     redact_url,
 )
+from toolkit.profile import ServiceProfile
 from toolkit.stream._channels import (
     Backoff,
     Confirmation,
@@ -38,15 +40,24 @@ from toolkit.stream._channels import (
     classify_reply,
 )
 from toolkit.stream._events import Event, SessionKind, event_from_message
+from toolkit.stream._keepalive import (
+    REFUSAL_GRACE_S,
+    Connection,
+    ConnectionPolicy,
+    Refused,
+    SlotBusy,
+    act,
+    drain,
+    keep_alive,
+    refusal_code,
+    watch_overlap,
+)
 from toolkit.stream._ports import TokenSource
 
 _log = logging.getLogger("toolkit.stream")
+#: the session and tests know a connection by its private name
+_Connection = Connection
 _TOKEN_IN_TEXT = re.compile(r"(token=)[^&\s\"']*", re.IGNORECASE)
-
-#: the service closes a connection after 2 h (PRODUCT.md); we rotate this long before
-DEFAULT_ROTATE_AFTER_S = 2 * 3600 - 5 * 60
-#: the idle limit is 10 min; a ping every minute keeps well clear of it
-DEFAULT_PING_INTERVAL_S = 60.0
 
 #: ``fn(text, received_at_ns, connection_id, seq)``: one data message as the server sent it
 RawCallback = Callable[[str, int, str, int], Any]
@@ -80,48 +91,32 @@ class _RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         self.logger.log(level, _TOKEN_IN_TEXT.sub(r"\1***", text), **kwargs)
 
 
-@dataclass(eq=False)
-class _Connection:
-    ws: ClientConnection
-    id: str
-    opened_at: float  # loop time
-    seq: int = 0
-    pending: PendingRequest | None = None
-    waiter: asyncio.Future[Confirmation] | None = None
-    #: one future per ping sent and not answered yet, oldest first: the service answers
-    #: the messages of a connection in order, so each pong resolves the oldest
-    pings: deque[asyncio.Future[Confirmation]] = field(default_factory=deque)
-    #: serializes subscribe/unsubscribe on this connection: confirmations carry no id
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    reader: asyncio.Task[None] | None = None
-    pinger: asyncio.Task[None] | None = None
-    closed_by_us: bool = False
-    #: when the reader saw the connection end (ns, UTC)
-    ended_ns: int | None = None
-
-    def next_seq(self) -> int:
-        self.seq += 1
-        return self.seq
+class ConfirmationTimeout(TransportError, TimeoutError):
+    """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
 
 
 class _ConnectionKeeping:
     """The connection side of ``StreamSession`` (a mixin): everything that opens, reads,
-    pings, drains, rotates and replaces its ``_Connection``. The session owns the state
-    declared here and the subscription book and dispatch this side calls back into."""
+    keeps alive, drains, rotates and replaces its ``Connection``. The session owns the
+    state declared here and the subscription book and dispatch this side calls back into."""
 
     # state owned by StreamSession (set in its __init__)
     _client: TokenSource
-    _ping_interval: float | None
+    _profile: ServiceProfile
+    _policy: ConnectionPolicy
+    _reconnect: bool
     _ping_timeout: float
-    _rotate_after: float | None
+    _confirm_timeout: float
     _open_timeout: float
     _backoff: Backoff
     _retry_on: Callable[[BaseException], bool]
     _max_attempts: int | None
     _sleep: Callable[[float], Awaitable[Any]]
     _ws_url: str
-    _conn: _Connection | None
+    _conn: Connection | None
     _connections: int
+    #: consecutive connections refused by a close (reset by one that answers)
+    _refusals: int
     _desired: dict[str, tuple[str, dict[str, Any]]]
     _user_lock: asyncio.Lock
     _raw_callbacks: list[RawCallback]
@@ -134,7 +129,7 @@ class _ConnectionKeeping:
 
         def _emit_session(
             self,
-            conn: _Connection,
+            conn: Connection,
             kind: SessionKind,
             detail: str,
             *,
@@ -147,8 +142,6 @@ class _ConnectionKeeping:
         ) -> None: ...
 
         def _dispatch(self, event: Event) -> None: ...
-
-        async def _restore(self, conn: _Connection) -> None: ...
 
     # -- connection lifecycle ----------------------------------------------------------
 
@@ -164,9 +157,11 @@ class _ConnectionKeeping:
                 invalidate()
         return await self._client.atoken()
 
-    async def _open(self, force_token: bool = False) -> _Connection:
+    async def _open(self, force_token: bool = False) -> Connection:
         """One connection attempt, its reader started; raises the low-level error (for
-        ``retry_on``), except InvalidURI whose text would carry the token."""
+        ``retry_on``), except InvalidURI whose text would carry the token, and Refused
+        when the service closes it at once with a refusal code (checked right away when
+        the profile says the service refuses that way, or after a refusal was seen)."""
         token = await self._token(force_token)
         try:
             ws = await connect(
@@ -174,16 +169,56 @@ class _ConnectionKeeping:
                 open_timeout=self._open_timeout,
                 logger=self._logger,
                 max_queue=64,
+                ping_interval=self._policy.ws_ping_interval,
             )
         except InvalidURI:
             raise ToolkitError(f"invalid WebSocket URL {redact_url(self._url('x'))}") from None
         self._connections += 1
-        conn = _Connection(ws, f"c{self._connections}-{secrets.token_hex(3)}", 0.0)
+        conn = Connection(ws, f"c{self._connections}-{secrets.token_hex(3)}", 0.0)
         conn.opened_at = asyncio.get_running_loop().time()
         conn.reader = asyncio.create_task(self._read(conn), name=f"toolkit-stream-read-{conn.id}")
+        if self._policy.probe_on_open or self._refusals:
+            try:
+                await self._probe(conn)
+            except BaseException:
+                await self._shutdown(conn, graceful=False)
+                raise
         return conn
 
-    async def _open_translated(self) -> _Connection:
+    async def _probe(self, conn: Connection) -> None:
+        """Tell a refused token from an accepted one right after the upgrade: a refusing
+        service closes with a refusal code before answering anything. With a keep-alive
+        action the answer to one proves acceptance; without, a short grace is waited."""
+        reader = conn.reader
+        assert reader is not None
+        if self._policy.keepalive is not None:
+            request = PendingRequest("keepalive", profile=self._profile)
+            try:
+                await act(conn, request, self._ping_timeout, cut_on_timeout=True)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"no answer to the keep-alive {self._policy.keepalive} within "
+                    f"{self._ping_timeout} s (profile stream.keepalive_action, "
+                    "stream.keepalive_reply_field, stream.keepalive_reply_value)"
+                ) from None
+            except ConnectionClosed as exc:
+                self._raise_if_refused(conn, exc)
+                raise
+            self._refusals = 0
+            return
+        await asyncio.wait((reader,), timeout=REFUSAL_GRACE_S)
+        if reader.done() and not reader.cancelled():
+            ended = reader.exception()
+            if ended is not None:
+                self._raise_if_refused(conn, ended)
+                raise ended
+
+    def _raise_if_refused(self, conn: Connection, exc: BaseException) -> None:
+        code = refusal_code(exc, conn.answered, self._policy)
+        if code is not None:
+            raise Refused(code) from None
+
+    async def _open_translated(self) -> Connection:
         """``_open`` with the errors a caller sees: AuthenticationError on a refused token
         (after one forced signin), TransportError for the network."""
         shown = redact_url(self._url("x"))
@@ -192,39 +227,83 @@ class _ConnectionKeeping:
             try:
                 return await self._open(force)
             except InvalidStatus as exc:
-                if exc.response.status_code == 401 and not force:
+                if self._refused_status(exc) and not force:
                     force = True
                     continue
                 raise self._status_error(exc) from None
-            except (OSError, TimeoutError, EOFError, InvalidHandshake) as exc:
+            except Refused as exc:
+                self._refusals += 1
+                if not force:
+                    force = True
+                    continue
+                raise self._refusal_error(exc.code) from None
+            except (OSError, TimeoutError, EOFError, InvalidHandshake, ConnectionClosed) as exc:
                 raise TransportError(
-                    f"could not open the WebSocket connection to {shown}: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"could not open the WebSocket connection to {shown}: {_describe_end(exc)}"
                 ) from exc
+
+    def _refused_status(self, exc: InvalidStatus) -> bool:
+        return exc.response.status_code in self._profile.stream.refusal_http_statuses
 
     def _status_error(self, exc: InvalidStatus) -> ToolkitError:
         shown = redact_url(self._url("x"))
         status = exc.response.status_code
-        if status == 401:
+        if self._refused_status(exc):
             return AuthenticationError(
-                f"the gateway refused the WebSocket connection to {shown} (HTTP 401): the "
-                "operational token was missing or invalid, even after a fresh signin",
-                status=401,
+                f"the gateway refused the WebSocket connection to {shown} (HTTP {status}): "
+                "the operational token was missing or invalid, even after a fresh signin",
+                status=status,
             )
         return TransportError(
             f"the gateway refused the WebSocket connection to {shown} (HTTP {status})",
             status=status,
         )
 
-    def _install(self, conn: _Connection) -> None:
-        """Make ``conn`` the session's connection and keep it alive with pings."""
+    def _refusal_error(self, code: int) -> AuthenticationError:
+        shown = redact_url(self._url("x"))
+        return AuthenticationError(
+            f"the service closed the WebSocket connection to {shown} right after the "
+            f"upgrade (close code {code}, one of stream.refusal_close_codes): the "
+            "operational token was missing or invalid, even after a fresh signin",
+            status=code,
+        )
+
+    async def _exchange(self, conn: Connection, request: PendingRequest, timeout: float) -> str:
+        """Send one subscribe/unsubscribe on ``conn`` and wait for its confirmation, the
+        only action outstanding there. Without an answer in time the connection is cut (a
+        late answer could be taken for the next action's) and replaced."""
+        try:
+            reply = await act(conn, request, timeout, cut_on_timeout=True)
+        except SlotBusy:
+            raise ConfirmationTimeout(
+                f"no confirmation of {request.action} {request.key} within "
+                f"{self._confirm_timeout} s (another action was still unanswered)"
+            ) from None
+        except TimeoutError:
+            raise ConfirmationTimeout(
+                f"no confirmation of {request.action} {request.key} within "
+                f"{self._confirm_timeout} s"
+            ) from None
+        if not reply.success:
+            raise request.error(reply)
+        return request.key
+
+    async def _restore(self, conn: Connection) -> None:
+        """Subscribe ``conn`` to everything the session holds, each confirmed."""
+        for name, data in list(self._desired.values()):
+            request = PendingRequest("subscribe", name, data, self._profile)
+            await self._exchange(conn, request, self._confirm_timeout)
+
+    def _install(self, conn: Connection) -> None:
+        """Make ``conn`` the session's connection and keep it alive."""
         self._conn = conn
-        if self._ping_interval and conn.pinger is None:
+        if self._policy.keepalive_every and self._policy.keepalive and conn.pinger is None:
             conn.pinger = asyncio.create_task(
-                self._ping(conn), name=f"toolkit-stream-ping-{conn.id}"
+                keep_alive(conn, self._policy, self._profile, self._ping_timeout),
+                name=f"toolkit-stream-ping-{conn.id}",
             )
 
-    async def _shutdown(self, conn: _Connection, graceful: bool) -> None:
+    async def _shutdown(self, conn: Connection, graceful: bool) -> None:
         conn.closed_by_us = True
         tasks = [t for t in (conn.pinger, conn.reader) if t is not None]
         if graceful:
@@ -249,17 +328,19 @@ class _ConnectionKeeping:
                 except Exception:
                     pass  # the connection's end: what it was is reported elsewhere
 
-    async def _read(self, conn: _Connection) -> None:
+    async def _read(self, conn: Connection) -> None:
         """Read every message of ``conn`` until it ends (the ConnectionClosed is the
-        task's exception, for the supervisor); pending waiters fail with it."""
+        task's exception, for the supervisor); a pending waiter fails with it."""
         end: BaseException = ConnectionClosed(None, None)
         recv = conn.ws.recv
         conn_id = conn.id
         clock = time.time_ns
+        profile = self._profile
         try:
             while True:
                 text = await recv()
                 received = clock()
+                conn.answered = True
                 if (
                     not self._typed_all
                     and not self._typed_channels
@@ -268,6 +349,8 @@ class _ConnectionKeeping:
                 ):
                     # the raw path: a data message nobody wants typed is not decoded here
                     conn.seq += 1
+                    if conn.tap is not None:
+                        conn.tap(text)
                     self._received += 1
                     for raw_fn in self._raw_callbacks:
                         try:
@@ -282,7 +365,7 @@ class _ConnectionKeeping:
                     continue
                 if not isinstance(msg, dict):
                     continue
-                reply = classify_reply(msg)
+                reply = classify_reply(msg, profile)
                 if reply is not None:
                     self._on_reply(conn, reply)
                     continue
@@ -291,6 +374,8 @@ class _ConnectionKeeping:
                     _log.warning("ignored a data message without a channel on %s", conn_id)
                     continue
                 self._received += 1
+                if conn.tap is not None:
+                    conn.tap(text)
                 if self._raw_callbacks:
                     self._dispatch_raw(text, received, conn_id, seq)
                 if not self._typed_all and (
@@ -299,7 +384,11 @@ class _ConnectionKeeping:
                     continue
                 try:
                     event = event_from_message(
-                        msg, received_at_ns=received, connection_id=conn_id, seq=seq
+                        msg,
+                        received_at_ns=received,
+                        connection_id=conn_id,
+                        seq=seq,
+                        profile=profile,
                     )
                 except (ValueError, TypeError) as err:
                     _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
@@ -310,110 +399,65 @@ class _ConnectionKeeping:
             raise
         finally:
             conn.ended_ns = time.time_ns()
-            for fut in (conn.waiter, *conn.pings):
-                if fut is not None and not fut.done():
-                    fut.set_exception(end)
-                    fut.exception()  # retrieved here: the waiter may have given up
+            fut = conn.waiter
+            if fut is not None and not fut.done():
+                fut.set_exception(end)
+                fut.exception()  # retrieved here: the waiter may have given up
 
-    def _on_reply(self, conn: _Connection, reply: Confirmation) -> None:
-        if reply.kind == "pong":
-            if conn.pings:
-                fut = conn.pings.popleft()
-                if not fut.done():
-                    fut.set_result(reply)
-            return
+    def _on_reply(self, conn: Connection, reply: Confirmation) -> None:
+        """Hand ``reply`` to the action outstanding on ``conn`` if it answers it (see
+        ``PendingRequest.matches``); anything else is a late or stray reply, ignored."""
         pending, waiter = conn.pending, conn.waiter
-        if (
-            pending is not None
-            and waiter is not None
-            and not waiter.done()
-            and pending.matches(reply)
-        ):
-            if reply.success:
-                # recorded here, in the reader, so a drop right after the confirmation
-                # cannot slip between it and the restore of the next connection
-                if pending.action == "subscribe":
-                    self._desired[pending.key] = (pending.channel, pending.data)
-                else:
-                    self._desired.pop(pending.key, None)
-            waiter.set_result(reply)
+        if pending is None or waiter is None or waiter.done() or not pending.matches(reply):
+            _log.debug(
+                "ignored a %s reply on %s that answers nothing outstanding: %r",
+                reply.kind,
+                conn.id,
+                reply.message[:200],
+            )
             return
-        # e.g. the late answer to a request that already timed out
-        _log.debug("ignored an unmatched confirmation on %s: %s", conn.id, reply.message)
+        if reply.success:
+            # recorded here, in the reader, so a drop right after the confirmation
+            # cannot slip between it and the restore of the next connection
+            if pending.action == "subscribe":
+                self._desired[pending.key] = (pending.channel, pending.data)
+            elif pending.action == "unsubscribe":
+                self._desired.pop(pending.key, None)
+        waiter.set_result(reply)
 
-    async def _ping_once(self, conn: _Connection) -> None:
-        """Send one ping on ``conn`` and wait (``ping_timeout``) for its pong. The service
-        answers a connection's messages in order and sends what it published before a
-        message ahead of the answer, so once the pong is read, so is every data message
-        published before the ping arrived. Raises TimeoutError or ConnectionClosed."""
-        fut: asyncio.Future[Confirmation] = asyncio.get_running_loop().create_future()
-        # queued in the same step as the write (``send`` writes before its first await),
-        # so the futures stay in the order of the pings on the wire
-        conn.pings.append(fut)
-        await conn.ws.send(json.dumps({"action": "ping"}))
-        await asyncio.wait_for(asyncio.shield(fut), self._ping_timeout)
-
-    async def _ping(self, conn: _Connection) -> None:
-        """Keep ``conn`` inside the idle limit; a missing pong means a dead connection."""
-        assert self._ping_interval
-        while True:
-            await asyncio.sleep(self._ping_interval)
-            try:
-                await self._ping_once(conn)
-            except TimeoutError:
-                _log.warning(
-                    "no pong on %s within %s s: cutting the connection", conn.id, self._ping_timeout
-                )
-                conn.ws.transport.abort()
-                return
-            except ConnectionClosed:
-                return
-
-    async def _drain(self, conn: _Connection) -> str | None:
-        """Wait until everything the service published on ``conn`` before now has been
-        read (a ping answered: see ``_ping_once``); None when it has, else why not.
-
-        Rotation needs it: the new connection only gets what is published after its
-        subscriptions are confirmed, and closing the old one at once would lose what the
-        service published just before and had not sent on the old one yet."""
-        reader = conn.reader
-        if reader is None or reader.done():
-            return "connection ended"
-        try:
-            await self._ping_once(conn)
-        except TimeoutError:
-            return f"no answer to a ping within {self._ping_timeout} s"
-        except ConnectionClosed:
-            return "connection ended"
-        return None
-
-    async def _rotate(self, old: _Connection) -> None:
+    async def _rotate(self, old: Connection) -> None:
         """Make-before-break: a new connection with every subscription confirmed takes
-        over, the old one is drained (a ping answered) and only then closed, so nothing is
-        missed (duplicates may occur); when the old one ends or goes silent first, the gap
-        is reported. Holds the user lock so no subscribe lands on the old connection
-        meanwhile."""
+        over, the old one is drained (``_drain``) and only then closed, so nothing is
+        missed (duplicates may occur); when the old one ends first, the gap is reported.
+        Holds the user lock so no subscribe lands on the old connection meanwhile."""
         async with self._user_lock:
+            caught_up = asyncio.Event()
             try:
                 new = await self._open_translated()
+                watch_overlap(old, new, caught_up)
                 try:
                     await self._restore(new)
                 except BaseException:
+                    old.tap = None
                     await self._shutdown(new, graceful=False)
                     raise
-            except (ToolkitError, ConnectionClosed, OSError) as exc:
+            except (ToolkitError, ConnectionClosed, OSError, TimeoutError) as exc:
                 _log.warning("rotation failed (%s); keeping the current connection", exc)
                 # try again in a few seconds rather than spinning
-                old.opened_at = asyncio.get_running_loop().time() - (self._rotate_after or 0) + 5
+                rotate = self._policy.rotate_after or 0.0
+                old.opened_at = asyncio.get_running_loop().time() - rotate + 5
                 return
             self._install(new)
             # break only once the old connection delivered what the new one cannot have
-            not_drained = await self._drain(old)
+            try:
+                not_drained = await drain(old, caught_up, self._policy, self._profile)
+            finally:
+                old.tap = new.tap = None
         self._emit_session(new, "connected", f"rotated from {old.id}")
         if not_drained is None:
             await self._shutdown(old, graceful=True)
             return
-        # the old connection ended (or went silent) before it delivered everything
+        # the old connection ended (or kept sending) before it delivered everything
         # published before the new one took over: data may be missing
         noticed = time.time_ns()
         # set by the reader, in the step that ends it, when the connection ended by itself
@@ -430,22 +474,27 @@ class _ConnectionKeeping:
         self._emit_session(new, "resubscribed", ",".join(self._desired))
         self._emit_session(new, "gap", reason, gap_start_ns=gap_start, gap_end_ns=time.time_ns())
 
-    async def _reconnect_loop(self) -> _Connection:
-        """Connect again, with backoff, until a connection has every subscription back."""
+    async def _reconnect_loop(self, forced: bool = False) -> Connection:
+        """Connect again, with backoff, until a connection has every subscription back.
+        ``forced``: the last connection was refused, start with a fresh token. A refusal
+        (HTTP status or close code) after a fresh token raises AuthenticationError."""
         backoff = self._backoff
         backoff.reset()
         attempts = 0
-        forced = False
         while True:
             await self._sleep(backoff.next_delay())
             attempts += 1
-            conn: _Connection | None = None
+            conn: Connection | None = None
             try:
                 conn = await self._open(force_token=forced)
-                await self._restore(conn)
+                try:
+                    await self._restore(conn)
+                except ConnectionClosed as exc:
+                    self._raise_if_refused(conn, exc)
+                    raise
                 return conn
             except InvalidStatus as exc:
-                if exc.response.status_code == 401:
+                if self._refused_status(exc):
                     if forced:
                         raise self._status_error(exc) from None
                     forced = True  # a new signin, then straight back
@@ -454,6 +503,15 @@ class _ConnectionKeeping:
                 if not self._retry_on(exc):
                     raise self._status_error(exc) from None
                 last: BaseException = exc
+            except Refused as exc:
+                self._refusals += 1
+                if conn is not None:
+                    await self._shutdown(conn, graceful=False)
+                if forced:
+                    raise self._refusal_error(exc.code) from None
+                forced = True
+                backoff.reset()
+                continue
             except BaseException as exc:
                 if conn is not None:
                     await self._shutdown(conn, graceful=False)

@@ -1,18 +1,28 @@
 """Typed events of the WebSocket channels and of the stream session itself, and
 ``event_from_message`` that builds them from data messages (live or replayed).
+
+Where the fields of the ticker and balance payloads are is the profile's ``payloads``
+section (dotted paths); Unix times become milliseconds by the profile's
+``orders.timestamp_unit`` (``auto``: seconds vs milliseconds by magnitude, per value).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from toolkit.errors import InvalidResponse
+from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile
+from toolkit.protocol import to_epoch_ms
 
 __all__ = [
     "FINAL_STATUSES",
     "BalanceEvent",
     "Event",
     "OrderEvent",
+    "PayloadMismatch",
     "RawEvent",
     "SessionEvent",
     "SessionKind",
@@ -21,6 +31,7 @@ __all__ = [
     "canonical_status",
     "event_from_message",
     "order_event",
+    "order_id_of",
 ]
 
 #: statuses after which an order never changes again (market: closed, rejected, expired;
@@ -108,7 +119,9 @@ class SessionEvent:
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
-    """A data message of a channel this version does not know; kept, never dropped."""
+    """A data message kept as sent, never dropped: of a channel this version does not know
+    (``error`` empty), or of a known channel whose payload does not match the profile
+    (``error`` says which field is missing and which profile setting names it)."""
 
     channel: str
     received_at_ns: int
@@ -116,9 +129,24 @@ class RawEvent:
     seq: int
     raw: dict[str, Any] | None
     message: Any
+    error: str = ""
 
 
 Event = TickerEvent | TickersEvent | OrderEvent | BalanceEvent | SessionEvent | RawEvent
+
+
+_log = logging.getLogger("toolkit.stream")
+_MISSING: Any = object()
+
+
+class PayloadMismatch(ValueError):
+    """A payload lacks a field the profile maps: ``setting`` is the profile setting that
+    names it (e.g. ``payloads.ticker_symbol``)."""
+
+    def __init__(self, message: str, *, channel: str, setting: str) -> None:
+        super().__init__(message)
+        self.channel = channel
+        self.setting = setting
 
 
 def canonical_status(status: Any) -> str:
@@ -132,32 +160,224 @@ def _float(value: Any) -> float:
     return float(value)
 
 
-def _int(value: Any) -> int:
-    if value is None or value == "":
+#: below this a Unix time is in seconds (as ``toolkit.protocol.to_epoch_ms`` decides)
+_SECONDS_BELOW = 100_000_000_000
+
+
+def _epoch_ms(value: Any, unit: str) -> int:
+    """Unix milliseconds of a time field (0 when empty); ValueError when not a time."""
+    if value.__class__ is int:  # the usual case, without the float round trip
+        if unit == "s" or (unit == "auto" and -_SECONDS_BELOW < value < _SECONDS_BELOW):
+            return value * 1000  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return]
+    try:
+        ms = to_epoch_ms(value, unit)
+    except (InvalidResponse, OverflowError) as exc:
+        raise ValueError(f"not a Unix timestamp: {value!r}") from exc
+    return ms or 0
+
+
+#: a path compiled once: a key (no dot), the steps of a dotted one, or None (the payload)
+Path = str | tuple[str, ...] | None
+
+
+def _compile(path: str) -> Path:
+    if not path:
+        return None
+    return tuple(path.split(".")) if "." in path else path
+
+
+def _get(payload: Any, path: Path) -> Any:
+    """The value at a compiled path, or ``_MISSING``."""
+    if path is None:
+        return payload
+    if path.__class__ is str:
+        if payload.__class__ is dict or isinstance(payload, Mapping):
+            return payload.get(path, _MISSING)
+        return _MISSING
+    value = payload
+    for step in path:
+        if not (value.__class__ is dict or isinstance(value, Mapping)):
+            return _MISSING
+        value = value.get(step, _MISSING)
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+def _present(payload: Any) -> str:
+    if isinstance(payload, Mapping):
+        return ", ".join(map(str, payload)) or "none"
+    return f"none (the payload is a {type(payload).__name__})"
+
+
+def _mismatch(what: str, payload: Any, path: str, setting: str, channel: str) -> PayloadMismatch:
+    return PayloadMismatch(
+        f"{what} has no {path!r} (profile {setting}); fields present: {_present(payload)}",
+        channel=channel,
+        setting=setting,
+    )
+
+
+#: (profile name, setting) already reported: a wrong mapping is logged once, not per message
+_reported: set[tuple[str, str]] = set()
+
+
+def _report_once(profile: ServiceProfile, setting: str, text: str) -> None:
+    key = (profile.name, setting)
+    if key not in _reported:
+        _reported.add(key)
+        _log.warning("%s (profile %r; reported once)", text, profile.name)
+
+
+class _Mapping:
+    """A profile's payload paths, compiled once (event building runs per message)."""
+
+    __slots__ = (
+        "balance",
+        "balance_list",
+        "balance_time",
+        "flat_ticker",
+        "profile",
+        "ticker",
+        "ticker_time",
+        "tickers_list",
+        "unit",
+    )
+
+    def __init__(self, profile: ServiceProfile) -> None:
+        p = profile.payloads
+        self.profile = profile
+        self.unit = profile.orders.timestamp_unit
+        #: (path as written, compiled path, setting) of symbol, bid, ask, last
+        self.ticker = tuple(
+            (path, _compile(path), f"payloads.ticker_{name}")
+            for name, path in (
+                ("symbol", p.ticker_symbol),
+                ("bid", p.ticker_bid),
+                ("ask", p.ticker_ask),
+                ("last", p.ticker_last),
+            )
+        )
+        self.ticker_time = (p.ticker_time, _compile(p.ticker_time))
+        #: the four keys when every ticker field is a plain key of the payload (fast path)
+        keys = [c for _, c, _ in self.ticker]
+        self.flat_ticker = tuple(keys) if all(k.__class__ is str for k in keys) else None
+        self.tickers_list = (p.tickers_list, _compile(p.tickers_list))
+        self.balance_list = (p.balance_list, _compile(p.balance_list))
+        self.balance = tuple(
+            (canonical, path, _compile(path), f"payloads.balance_{canonical}")
+            for canonical, path in (
+                ("asset", p.balance_asset),
+                ("free", p.balance_free),
+                ("locked", p.balance_locked),
+                ("total", p.balance_total),
+            )
+        )
+        self.balance_time = (p.balance_time, _compile(p.balance_time))
+
+
+_mappings: dict[int, _Mapping] = {}
+
+
+def _mapping(profile: ServiceProfile) -> _Mapping:
+    if profile is DEFAULT_PROFILE:
+        return _DEFAULT_MAPPING
+    found = _mappings.get(id(profile))
+    if found is None or found.profile is not profile:
+        if len(_mappings) > 64:
+            _mappings.clear()
+        found = _mappings[id(profile)] = _Mapping(profile)
+    return found
+
+
+_DEFAULT_MAPPING = _Mapping(DEFAULT_PROFILE)
+
+
+def _time(m: _Mapping, payload: Any, path: tuple[str, Path], setting: str, what: str) -> int:
+    value = _get(payload, path[1])
+    if value is _MISSING:
+        # not a reason to lose the prices: the time stays unknown (0), said once
+        text = f"{what} has no {path[0]!r} (profile {setting}); time left unknown"
+        _report_once(m.profile, setting, text)
         return 0
-    return int(float(value))
+    return _epoch_ms(value, m.unit)
 
 
 def _ticker(
-    message: Mapping[str, Any],
+    message: Any,
+    m: _Mapping,
     channel: str,
     received_at_ns: int,
     connection_id: str,
     seq: int,
     raw: dict[str, Any] | None,
+    what: str,
 ) -> TickerEvent:
+    flat = m.flat_ticker
+    if flat is not None and message.__class__ is dict:
+        get = message.get
+        symbol, bid, ask, last = (
+            get(flat[0]),
+            get(flat[1], _MISSING),
+            get(flat[2], _MISSING),
+            get(flat[3], _MISSING),
+        )
+        stamp = get(m.ticker_time[0], _MISSING) if m.ticker_time[1].__class__ is str else _MISSING
+        if (
+            symbol
+            and bid is not _MISSING
+            and ask is not _MISSING
+            and last is not _MISSING
+            and stamp is not _MISSING
+        ):
+            return TickerEvent(
+                channel,
+                received_at_ns,
+                connection_id,
+                seq,
+                raw,
+                str(symbol),
+                _float(bid),
+                _float(ask),
+                _float(last),
+                _epoch_ms(stamp, m.unit),
+            )
+    # the general way: nested paths, and a field missing named by its setting
+    (sym_path, sym_compiled, sym_setting), *prices = m.ticker
+    symbol = _get(message, sym_compiled)
+    if symbol is _MISSING or symbol is None or symbol == "":
+        raise _mismatch(what, message, sym_path, sym_setting, channel)
+    values = []
+    for path, compiled, setting in prices:
+        value = _get(message, compiled)
+        if value is _MISSING:
+            raise _mismatch(what, message, path, setting, channel)
+        values.append(_float(value))  # "" or null: the service has no price (NaN)
+    bid, ask, last = values
     return TickerEvent(
         channel=channel,
         received_at_ns=received_at_ns,
         connection_id=connection_id,
         seq=seq,
         raw=raw,
-        symbol=str(message.get("symbol", "")),
-        bid=_float(message.get("bid")),
-        ask=_float(message.get("ask")),
-        last=_float(message.get("last")),
-        timestamp=_int(message.get("timestamp")),
+        symbol=str(symbol),
+        bid=bid,
+        ask=ask,
+        last=last,
+        timestamp=_time(m, message, m.ticker_time, "payloads.ticker_time", what),
     )
+
+
+def order_id_of(order: Mapping[str, Any]) -> str:
+    """The id of an order body: ``id``, else the first usual id name it has ("" if none)."""
+    value = order.get("id")
+    if value is None:
+        for name in ID_CANDIDATES:
+            if order.get(name) is not None:
+                value = order[name]
+                break
+    return "" if value is None else str(value)
 
 
 def order_event(
@@ -169,8 +389,12 @@ def order_event(
     raw: dict[str, Any] | None = None,
     reconciled: bool = False,
     channel: str = "watchorders",
+    profile: ServiceProfile = DEFAULT_PROFILE,
 ) -> OrderEvent:
-    """An OrderEvent for an order object (a notification or a fetchOrder response)."""
+    """An OrderEvent for an order object (a notification or a fetchOrder response).
+
+    ``updated_at_ms`` is ``updatedAt`` in milliseconds (seconds detected by magnitude
+    under the profile's ``orders.timestamp_unit`` ``auto``), 0 when the body has none."""
     status_raw = str(order.get("status", ""))
     return OrderEvent(
         channel=channel,
@@ -178,54 +402,104 @@ def order_event(
         connection_id=connection_id,
         seq=seq,
         raw=raw,
-        order_id=str(order.get("id", "")),
+        order_id=order_id_of(order),
         status=canonical_status(status_raw),
         status_raw=status_raw,
-        updated_at_ms=_int(order.get("updatedAt")),
+        updated_at_ms=_epoch_ms(order.get("updatedAt"), profile.orders.timestamp_unit),
         order=dict(order),
         reconciled=reconciled,
     )
 
 
-def event_from_message(
-    raw: dict[str, Any], *, received_at_ns: int, connection_id: str, seq: int
-) -> Event:
-    """The typed event of one data message ``{"channel", "message"}``.
+def _list(message: Any, path: tuple[str, Path], setting: str, channel: str) -> list[Any]:
+    items = _get(message, path[1])
+    if not isinstance(items, list):
+        if items is None:
+            return []  # the service said "no items"
+        raise _mismatch(f"{channel} payload", message, path[0] or "(itself)", setting, channel)
+    return items
 
-    Decimal strings of tickers become floats; order statuses get one canonical case with
-    the original kept. A channel this version does not know gives a RawEvent. Raises
-    ValueError when ``raw`` is not a data message or a field cannot be converted.
+
+def _balances(message: Any, m: _Mapping, channel: str) -> tuple[dict[str, Any], ...]:
+    out = []
+    for item in _list(message, m.balance_list, "payloads.balance_list", channel):
+        if not isinstance(item, Mapping):
+            continue
+        balance = dict(item)
+        for canonical, path, compiled, setting in m.balance:
+            value = _get(item, compiled)
+            if value is _MISSING:
+                raise _mismatch(f"{channel} balance", item, path, setting, channel)
+            balance[canonical] = value
+        out.append(balance)
+    return tuple(out)
+
+
+def event_from_message(
+    raw: dict[str, Any],
+    *,
+    received_at_ns: int,
+    connection_id: str,
+    seq: int,
+    profile: ServiceProfile = DEFAULT_PROFILE,
+    strict: bool = False,
+) -> Event:
+    """The typed event of one data message ``{"channel", "message"}``, its payload read
+    where ``profile.payloads`` says.
+
+    Decimal strings of tickers become floats; times become Unix milliseconds; order
+    statuses get one canonical case with the original kept; balances get the canonical
+    keys ``asset``/``free``/``locked``/``total`` beside the fields as sent. A channel this
+    version does not know gives a RawEvent.
+
+    A payload that lacks a field the profile maps never becomes an event with an empty
+    symbol or NaN prices: it gives a RawEvent whose ``error`` names the field and the
+    profile setting (logged once per setting, not per message), or, with ``strict``,
+    raises PayloadMismatch. Raises ValueError when ``raw`` is not a data message or a
+    field cannot be converted.
     """
     if not isinstance(raw, Mapping) or "channel" not in raw:
         raise ValueError("not a data message: expected an object with 'channel' and 'message'")
     channel = str(raw["channel"]).lower()
     message = raw.get("message")
-    common: dict[str, Any] = {
-        "channel": channel,
-        "received_at_ns": received_at_ns,
-        "connection_id": connection_id,
-        "seq": seq,
-        "raw": raw,
-    }
-    if channel == "watchticker" and isinstance(message, Mapping):
-        return _ticker(message, channel, received_at_ns, connection_id, seq, raw)
-    if channel == "watchtickers" and isinstance(message, Mapping):
-        tickers = tuple(
-            _ticker(t, channel, received_at_ns, connection_id, seq, None)
-            for t in message.get("tickers") or ()
-            if isinstance(t, Mapping)
-        )
-        return TickersEvent(**common, tickers=tickers)
-    if channel == "watchorders" and isinstance(message, Mapping):
-        return order_event(
-            message,
-            received_at_ns=received_at_ns,
-            connection_id=connection_id,
-            seq=seq,
-            raw=raw,
-            channel=channel,
-        )
-    if channel == "watchbalance" and isinstance(message, Mapping):
-        balances = tuple(dict(b) for b in message.get("balances") or () if isinstance(b, Mapping))
-        return BalanceEvent(**common, balances=balances, timestamp=_int(message.get("timestamp")))
-    return RawEvent(**common, message=message)
+    m = _DEFAULT_MAPPING if profile is DEFAULT_PROFILE else _mapping(profile)
+    try:
+        if channel == "watchticker":
+            what = "watchticker payload"
+            return _ticker(message, m, channel, received_at_ns, connection_id, seq, raw, what)
+        if channel == "watchorders" and isinstance(message, Mapping):
+            return order_event(
+                message,
+                received_at_ns=received_at_ns,
+                connection_id=connection_id,
+                seq=seq,
+                raw=raw,
+                channel=channel,
+                profile=profile,
+            )
+        common: dict[str, Any] = {
+            "channel": channel,
+            "received_at_ns": received_at_ns,
+            "connection_id": connection_id,
+            "seq": seq,
+            "raw": raw,
+        }
+        if channel == "watchtickers":
+            what = "watchtickers element"
+            items = _list(message, m.tickers_list, "payloads.tickers_list", channel)
+            tickers = tuple(
+                _ticker(t, m, channel, received_at_ns, connection_id, seq, None, what)
+                for t in items
+                if isinstance(t, Mapping)
+            )
+            return TickersEvent(**common, tickers=tickers)
+        if channel == "watchbalance":
+            balances = _balances(message, m, channel)
+            stamp = _time(m, message, m.balance_time, "payloads.balance_time", "watchbalance")
+            return BalanceEvent(**common, balances=balances, timestamp=stamp)
+    except PayloadMismatch as exc:
+        if strict:
+            raise
+        _report_once(profile, exc.setting, str(exc))
+        return RawEvent(channel, received_at_ns, connection_id, seq, raw, message, str(exc))
+    return RawEvent(channel, received_at_ns, connection_id, seq, raw, message)

@@ -12,10 +12,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from toolkit.errors import OrderNotFound, ToolkitError
-from toolkit.protocol import ALL_LIMIT_STATUSES
+from toolkit.errors import InvalidResponse, OrderNotFound, ToolkitError
+from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile, find_field, get_path
+from toolkit.protocol import ALL_LIMIT_STATUSES, to_epoch_ms
 from toolkit.stream._events import FINAL_STATUSES, OrderEvent, SessionEvent, order_event
 from toolkit.stream._ports import OrderSource
 
@@ -39,12 +40,17 @@ _PROGRESS = {
     "EXECUTED": 3,
 }
 _FINAL_PROGRESS = 4
+#: reconcile period when the service publishes only execution outcomes on watchOrders
+#: (profile ``stream.limit_events`` = ``outcome_only``) and none was given
+OUTCOME_ONLY_RECONCILE_S = 5.0
 
 
-def _as_int(value: Any) -> int:
+def _epoch_ms(value: Any, unit: str) -> int:
+    """Unix milliseconds of a listing time (seconds by magnitude under ``auto``), 0 when
+    absent or not a time."""
     try:
-        return int(float(value))
-    except (TypeError, ValueError):
+        return to_epoch_ms(value, unit) or 0
+    except (InvalidResponse, OverflowError, ValueError):
         return 0
 
 
@@ -95,6 +101,13 @@ class OrderBook:
 
     ``history_per_order`` transitions are kept per order; at most ``history_limit``
     finished orders are kept (the oldest finished are forgotten first).
+
+    ``profile`` (by default the client's ``profile``) says where the listing's id and
+    creation time are and their unit; ``updatedAt`` is read in milliseconds, seconds
+    detected by magnitude. ``reconcile_interval="auto"`` (the default) is no periodic
+    reconcile when the profile's ``stream.limit_events`` is ``all`` and
+    ``OUTCOME_ONLY_RECONCILE_S`` when it is ``outcome_only`` (the service then sends no
+    OPEN / CANCELLING / CANCELLED events, so REST must be read to see them); None never.
     """
 
     def __init__(
@@ -103,15 +116,23 @@ class OrderBook:
         *,
         history_limit: int = 10_000,
         history_per_order: int = 32,
-        reconcile_interval: float | None = None,
+        reconcile_interval: float | Literal["auto"] | None = "auto",
         listing_slack_ms: int = 5_000,
+        profile: ServiceProfile | None = None,
     ) -> None:
         if history_limit < 0 or history_per_order < 1:
             raise ValueError("history_limit must be >= 0 and history_per_order >= 1")
+        if profile is None:
+            found = getattr(client, "profile", None)
+            profile = found if isinstance(found, ServiceProfile) else DEFAULT_PROFILE
+        self.profile = profile
+        if reconcile_interval == "auto":
+            outcome_only = profile.stream.limit_events == "outcome_only"
+            reconcile_interval = OUTCOME_ONLY_RECONCILE_S if outcome_only else None
         self._client = client
         self._history_limit = history_limit
         self._history_per_order = history_per_order
-        self._reconcile_interval = reconcile_interval
+        self._reconcile_interval: float | None = reconcile_interval
         self._listing_slack_ms = listing_slack_ms
         #: newest createdAt seen in the listing (server clock): where the next pass stops
         self._recent_mark: int | None = None
@@ -162,7 +183,9 @@ class OrderBook:
         None when it was stale or a duplicate. A plain order dict (e.g. a fetchOrder or
         create response) is taken as a REST read (``reconciled``)."""
         if not isinstance(event, OrderEvent):
-            event = order_event(event, received_at_ns=time.time_ns(), reconciled=reconciled)
+            event = order_event(
+                event, received_at_ns=time.time_ns(), reconciled=reconciled, profile=self.profile
+            )
         if not event.order_id:
             self.ignored += 1
             return None
@@ -268,7 +291,9 @@ class OrderBook:
 
     def _consider(self, item: Mapping[str, Any], to_fetch: dict[str, None]) -> None:
         """Queue a listed order for fetchOrder unless the book already holds it final."""
-        oid = str(item.get("id", ""))
+        name = find_field(item, self.profile.listing.id_field, ID_CANDIDATES)
+        value = get_path(item, name) if name is not None else None
+        oid = "" if value is None else str(value)
         known = self._orders.get(oid)
         if oid and (known is None or not known.final):
             to_fetch[oid] = None
@@ -284,10 +309,14 @@ class OrderBook:
         """
         mark = self._recent_mark
         newest: int | None = None
+        listing, unit = self.profile.listing, self.profile.orders.timestamp_unit
         pages = client.aiter_limit_orders(status=list(ALL_LIMIT_STATUSES))
         try:
             async for item in pages:
-                created = _as_int(item.get("createdAt"))
+                stamp = get_path(item, listing.created_at_field)
+                if stamp is None:
+                    stamp = item.get("createdAt")
+                created = _epoch_ms(stamp, unit)
                 if newest is None or created > newest:
                     newest = created
                 if mark is None or created < mark - self._listing_slack_ms:
@@ -299,6 +328,9 @@ class OrderBook:
                 await close()
         if newest is not None and (mark is None or newest > mark):
             self._recent_mark = newest
+        elif newest is None and mark is None:
+            # no limit order at all yet: every order listed from now on is new
+            self._recent_mark = 0
 
     @staticmethod
     async def _fetch(client: OrderSource, order_id: str) -> dict[str, Any] | None:
@@ -358,7 +390,8 @@ class OrderBook:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per order: ``id``, ``symbol``, ``side``, ``type``, ``status``
-        (canonical), ``statusRaw``, ``updatedAt`` (UTC), ``final``, ``transitions``."""
+        (canonical), ``statusRaw``, ``updatedAt`` (UTC; seconds and milliseconds both read
+        right, NaT when the body had none - never 1970), ``final``, ``transitions``."""
         import pandas as pd
 
         rows = [
@@ -369,7 +402,7 @@ class OrderBook:
                 "type": s.order.get("type"),
                 "status": s.status,
                 "statusRaw": s.status_raw,
-                "updatedAt": s.updated_at_ms,
+                "updatedAt": s.updated_at_ms or None,
                 "final": s.final,
                 "transitions": len(s.history),
             }
@@ -388,7 +421,7 @@ class OrderBook:
         ]
         frame = pd.DataFrame(rows, columns=columns)
         frame["updatedAt"] = pd.to_datetime(
-            frame["updatedAt"].astype("int64"), unit="ms", utc=True
+            frame["updatedAt"].astype("Int64"), unit="ms", utc=True
         ).astype("datetime64[ms, UTC]")
         frame["final"] = frame["final"].astype(bool)
         frame["transitions"] = frame["transitions"].astype("int64")

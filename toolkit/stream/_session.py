@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -27,16 +26,15 @@ from toolkit.errors import (
     TransportError,
     redact_url,
 )
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._channels import (
     Action,
     Backoff,
     PendingRequest,
-    subscription_request,
     validate_subscription,
 )
 from toolkit.stream._connection import (
-    DEFAULT_PING_INTERVAL_S,
-    DEFAULT_ROTATE_AFTER_S,
+    ConfirmationTimeout,
     RawCallback,
     _Connection,
     _ConnectionKeeping,
@@ -45,6 +43,12 @@ from toolkit.stream._connection import (
     default_retry,
 )
 from toolkit.stream._events import Event, SessionEvent, SessionKind
+from toolkit.stream._keepalive import (
+    UNSET,
+    ConnectionPolicy,
+    Unset,
+    refusal_code,
+)
 from toolkit.stream._ports import TokenSource
 
 __all__ = [
@@ -60,10 +64,6 @@ _log = logging.getLogger("toolkit.stream")
 
 #: put in the main queue when the session closes, to wake a waiting ``async for``
 _WAKE: Any = object()
-
-
-class ConfirmationTimeout(TransportError, TimeoutError):
-    """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
 
 
 class StreamClosed(ToolkitError):
@@ -105,19 +105,35 @@ class StreamSession(_ConnectionKeeping):
     of that channel), so a session fed only to raw callbacks does not decode messages
     that start like the service's data messages (``{"channel":``).
 
-    The connection stays up: a ``{"action":"ping"}`` every ``ping_interval`` seconds
-    (no pong within ``ping_timeout`` cuts the connection), a make-before-break rotation
-    after ``rotate_after`` seconds, and, when ``reconnect`` is true, reconnection with
+    Every choice the spec leaves unshown comes from the service profile: ``profile=``, else
+    ``client.profile``, else the default. The connection stays up: the profile's keep-alive
+    action (``stream.keepalive_action``) every ``ping_interval`` seconds (default
+    ``stream.keepalive_interval_s``, always below ``stream.idle_limit_s``; None: none), its
+    reply recognised by ``stream.keepalive_reply_field``/``keepalive_reply_value`` (none
+    within ``ping_timeout`` cuts the connection); a profile without a keep-alive action
+    relies on data and WebSocket-level pings, and nothing waits for a reply. A
+    make-before-break rotation after ``rotate_after`` seconds (default: before
+    ``stream.max_duration_s``). One action (subscribe, unsubscribe, keep-alive) is
+    outstanding on a connection at a time, and a reply only answers the one it fits
+    (``PendingRequest.matches``): a confirmation text per the profile's templates.
+    When ``reconnect`` is true, reconnection with
     capped exponential backoff and jitter after a drop, a server close or a network
-    error, each attempt with a token from ``client.atoken()`` (a 401 forces one new
+    error, each attempt with a token from ``client.atoken()`` (a refusal forces one new
     signin). Every subscription is restored and confirmed, then SessionEvents
     ``resubscribed`` and ``gap`` (from when the drop was noticed to when the
     subscriptions were back) are emitted. ``retry_on(exc)`` decides which errors are
     retried (default: ``default_retry``); one that is not ends the session, and
     ``async for`` raises it. ``sleep`` is how backoff waits (tests pass a fast one).
 
+    A token refusal raises AuthenticationError after one retry with a fresh token,
+    whether the service refuses it with an HTTP status before the upgrade
+    (``stream.refusal_http_statuses``) or closes right after it, before any reply or
+    data, with a code of ``stream.refusal_close_codes``: at once from ``__aenter__``
+    when it is checked there (a service that refuses by close, ``stream.refusal_kind``),
+    else from the pending ``subscribe`` and ``async for``; never as a timeout.
+
     The first connection is made by ``__aenter__``; its failure raises at once
-    (AuthenticationError on a 401 refusal, TransportError otherwise). Closing the session
+    (AuthenticationError on a refusal, TransportError otherwise). Closing the session
     cancels the background tasks and ends ``async for``; a closed session cannot reopen.
     """
 
@@ -127,9 +143,9 @@ class StreamSession(_ConnectionKeeping):
         *,
         reconnect: bool = True,
         queue_size: int = 10_000,
-        ping_interval: float | None = DEFAULT_PING_INTERVAL_S,
+        ping_interval: float | Unset | None = UNSET,
         ping_timeout: float = 10.0,
-        rotate_after: float | None = DEFAULT_ROTATE_AFTER_S,
+        rotate_after: float | Unset | None = UNSET,
         confirm_timeout: float = 10.0,
         open_timeout: float = 10.0,
         backoff: Backoff | None = None,
@@ -137,14 +153,23 @@ class StreamSession(_ConnectionKeeping):
         max_attempts: int | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         ws_url: str | None = None,
+        profile: ServiceProfile | None = None,
     ) -> None:
         if queue_size < 0:
             raise ValueError("queue_size must be >= 0 (0: no main queue)")
         self._client = client
+        self._profile = profile or getattr(client, "profile", None) or DEFAULT_PROFILE
+        if not isinstance(self._profile, ServiceProfile):
+            raise TypeError(f"profile must be a ServiceProfile, not {type(self._profile).__name__}")
+        self._policy = ConnectionPolicy.resolve(
+            self._profile,
+            ping_interval=ping_interval,
+            rotate_after=rotate_after,
+            ping_timeout=ping_timeout,
+        )
         self._reconnect = reconnect
-        self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
-        self._rotate_after = rotate_after
+        self._refusals = 0
         self._confirm_timeout = confirm_timeout
         self._open_timeout = open_timeout
         self._backoff = backoff or Backoff()
@@ -395,13 +420,15 @@ class StreamSession(_ConnectionKeeping):
                     ) from None
                 conn = self._conn
                 assert conn is not None
+                request = PendingRequest(action, channel, data, self._profile)
                 try:
-                    return await self._exchange(
-                        conn, PendingRequest(action, channel, data), remaining
-                    )
+                    return await self._exchange(conn, request, remaining)
                 except ConnectionClosed as exc:
                     # the connection went away mid-request; the next one gets it again
+                    code = refusal_code(exc, conn.answered, self._policy)
                     if not self._reconnect:
+                        if code is not None:
+                            raise self._refusal_error(code) from None
                         raise TransportError(
                             f"{action} {channel}: the connection closed before the "
                             f"confirmation ({_describe_end(exc)})"
@@ -411,7 +438,9 @@ class StreamSession(_ConnectionKeeping):
     async def _wait_ready(self) -> None:
         while not self._ready.is_set():
             if self._state is not _State.OPEN:
-                raise StreamClosed("the stream session is closed") from self._error
+                if self._error is not None:
+                    raise self._error  # e.g. the token refused on reconnect
+                raise StreamClosed("the stream session is closed")
             waiter = asyncio.ensure_future(self._ready.wait())
             closer = asyncio.ensure_future(self._closed.wait())
             try:
@@ -420,49 +449,21 @@ class StreamSession(_ConnectionKeeping):
                 waiter.cancel()
                 closer.cancel()
 
-    async def _exchange(self, conn: _Connection, request: PendingRequest, timeout: float) -> str:
-        """Send one subscribe/unsubscribe on ``conn`` and wait for its confirmation."""
-        async with conn.lock:
-            loop = asyncio.get_running_loop()
-            conn.pending = request
-            conn.waiter = loop.create_future()
-            try:
-                await conn.ws.send(
-                    json.dumps(subscription_request(request.action, request.channel, request.data))
-                )
-                try:
-                    reply = await asyncio.wait_for(asyncio.shield(conn.waiter), max(timeout, 0.0))
-                except TimeoutError:
-                    raise ConfirmationTimeout(
-                        f"no confirmation of {request.action} {request.key} within "
-                        f"{self._confirm_timeout} s"
-                    ) from None
-            finally:
-                conn.pending = None
-                conn.waiter = None
-            if not reply.success:
-                raise request.error(reply)
-            return request.key
-
-    async def _restore(self, conn: _Connection) -> None:
-        """Subscribe ``conn`` to everything the session holds, each confirmed."""
-        for name, data in list(self._desired.values()):
-            request = PendingRequest("subscribe", name, data)
-            await self._exchange(conn, request, self._confirm_timeout)
-
     # -- supervision -------------------------------------------------------------------
 
     async def _supervise(self) -> None:
         """Watch the current connection: rotate it before the max duration, replace it
-        when it ends; end the session on an error ``retry_on`` refuses."""
+        when it ends; end the session on an error ``retry_on`` refuses, or on a token the
+        service refuses again (by a close code) after a fresh signin."""
         loop = asyncio.get_running_loop()
         try:
             while True:
                 conn = self._conn
                 assert conn is not None and conn.reader is not None
                 timeout = None
-                if self._rotate_after is not None:
-                    timeout = max(0.0, conn.opened_at + self._rotate_after - loop.time())
+                rotate_after = self._policy.rotate_after
+                if rotate_after is not None:
+                    timeout = max(0.0, conn.opened_at + rotate_after - loop.time())
                 done, _ = await asyncio.wait((conn.reader,), timeout=timeout)
                 if not done:
                     await self._rotate(conn)
@@ -474,9 +475,19 @@ class StreamSession(_ConnectionKeeping):
                 await self._shutdown(conn, graceful=False)
                 self._emit_session(conn, "disconnected", reason)
                 _log.info("stream connection %s ended: %s", conn.id, reason)
-                if not self._reconnect or not self._retry_on(exc or ConnectionClosed(None, None)):
+                refused = refusal_code(exc, conn.answered, self._policy)
+                if refused is not None:
+                    # closed before answering anything: the token was refused
+                    self._refusals += 1
+                    if not self._reconnect or self._refusals > 1:
+                        raise self._refusal_error(refused)
+                else:
+                    self._refusals = 0
+                if not self._reconnect or (
+                    refused is None and not self._retry_on(exc or ConnectionClosed(None, None))
+                ):
                     raise exc or StreamClosed(f"the connection ended ({reason})")
-                new = await self._reconnect_loop()
+                new = await self._reconnect_loop(forced=refused is not None)
                 self._reconnects += 1
                 self._install(new)
                 end = time.time_ns()

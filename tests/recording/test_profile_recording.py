@@ -1,0 +1,210 @@
+"""A recording made under another profile (profiles/alt.toml): the extracted columns come
+through the profile's payload mapping (on the Arrow fast path and the per-row fallback
+alike), the files name the profile in their metadata, and read-back and replay rebuild
+the same values: one row per pair for watchTickers, dates that are not 1970."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
+from toolkit.recording import _raw, _writer
+from toolkit.recording._read import read_recording, recording_profile
+from toolkit.recording._recorder import Recorder
+from toolkit.recording._replay import replay
+from toolkit.recording._rows import (
+    META_PROFILE,
+    profile_from_metadata,
+    row_from_event,
+    row_from_message,
+)
+from toolkit.recording._writer import RecordingWriter
+from toolkit.stream._events import OrderEvent, TickerEvent, TickersEvent, event_from_message
+
+ALT = load_profile(Path(__file__).resolve().parents[2] / "profiles" / "alt.toml")
+S = 10**9
+SEC = 1_763_000_000  # the service's stamps, in seconds
+T0 = SEC * S + 123  # received times (ns)
+
+
+def alt_messages() -> list[dict[str, Any]]:
+    def tick(symbol: str, bid: str, ts: int) -> dict[str, Any]:
+        return {"s": symbol, "quote": {"bid": bid, "ask": "11", "last": "10.5"}, "ts": ts}
+
+    return [
+        {
+            "channel": "watchorders",
+            "message": {
+                "id": "l-1",
+                "symbol": "BTC/BRL",
+                "status": "OPEN",
+                "updatedAt": SEC,
+                "createdAt": SEC,
+            },
+        },
+        {"channel": "watchticker", "message": tick("BTC/BRL", "10", SEC + 1)},
+        {
+            "channel": "watchtickers",
+            "message": {"data": [tick("BTC/BRL", "10", SEC + 2), tick("ETH/BRL", "3", SEC + 3)]},
+        },
+        {
+            "channel": "watchbalance",
+            "message": {
+                "wallets": [
+                    {"currency": "BRL", "available": "1", "hold": "0", "balance": "1"},
+                ],
+                "ts": SEC + 4,
+            },
+        },
+        {
+            "channel": "watchorders",
+            "message": {"id": "m-2", "status": "closed", "updatedAt": SEC + 5},
+        },
+    ]
+
+
+def _record(root: Path, profile: ServiceProfile, messages: list[dict[str, Any]]) -> None:
+    with RecordingWriter(root, profile=profile) as writer:
+        for seq, msg in enumerate(messages, 1):
+            writer.add_raw(json.dumps(msg), T0 + seq, "c1", seq)
+
+
+@pytest.fixture(params=["arrow", "per-row"])
+def path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a test on the Arrow extraction and on the per-row Python fallback."""
+    if request.param == "per-row":
+
+        def refuse(*_: Any, **__: Any) -> Any:
+            raise _raw._Fallback
+
+        monkeypatch.setattr(_raw, "_extract", refuse)
+        monkeypatch.setattr(_writer, "warm_up", lambda *_: None)
+    yield request.param
+
+
+def test_columns_come_through_the_alt_mapping(tmp_path: Path, path_kind: str) -> None:
+    _record(tmp_path, ALT, alt_messages())
+    ticks = read_recording(tmp_path, "watchticker")
+    assert list(ticks["symbol"]) == ["BTC/BRL"]
+    assert (ticks["bid"].iloc[0], ticks["ask"].iloc[0], ticks["last"].iloc[0]) == (10, 11, 10.5)
+    assert ticks["updated_at"].iloc[0] == pd.Timestamp(SEC + 1, unit="s", tz="UTC")
+
+    orders = read_recording(tmp_path, "watchorders")
+    assert list(orders["order_id"]) == ["l-1", "m-2"]
+    assert list(orders["status"]) == ["OPEN", "closed"]  # as sent, in the recording
+    assert list(orders["updated_at"]) == [
+        pd.Timestamp(SEC, unit="s", tz="UTC"),
+        pd.Timestamp(SEC + 5, unit="s", tz="UTC"),
+    ]
+    balance = read_recording(tmp_path, "watchbalance")
+    assert balance["updated_at"].iloc[0] == pd.Timestamp(SEC + 4, unit="s", tz="UTC")
+    everything = read_recording(tmp_path)
+    assert (everything["updated_at"].dropna().dt.year >= 2025).all()  # never 1970
+    # without a channel, one row per message, as recorded
+    assert not everything.duplicated(["connection_id", "seq"]).any()
+
+
+def test_watchtickers_read_back_one_row_per_pair(tmp_path: Path, path_kind: str) -> None:
+    _record(tmp_path, ALT, alt_messages())
+    pairs = read_recording(tmp_path, channel="watchtickers")
+    assert list(pairs["symbol"]) == ["BTC/BRL", "ETH/BRL"]
+    assert list(pairs["bid"]) == [10.0, 3.0]
+    assert list(pairs["last"]) == [10.5, 10.5]
+    assert list(pairs["updated_at"]) == [
+        pd.Timestamp(SEC + 2, unit="s", tz="UTC"),
+        pd.Timestamp(SEC + 3, unit="s", tz="UTC"),
+    ]
+    assert pairs["seq"].nunique() == 1  # both pairs came in one message
+    only_eth = read_recording(tmp_path, channel="watchtickers", symbols=["eth/brl"])
+    assert list(only_eth["symbol"]) == ["ETH/BRL"]
+    narrow = read_recording(tmp_path, channel="watchtickers", columns=["symbol", "bid"])
+    assert list(narrow.columns) == ["symbol", "bid"] and len(narrow) == 2
+
+
+def test_files_name_the_profile_and_replay_uses_it(tmp_path: Path) -> None:
+    _record(tmp_path, ALT, alt_messages())
+    files = sorted(tmp_path.rglob("*.parquet"))
+    assert files
+    for path in files:
+        metadata = pq.read_schema(path).metadata
+        assert metadata[META_PROFILE] == b"alt"
+        found = profile_from_metadata(metadata)
+        assert found is not None and found.payloads == ALT.payloads
+        assert found.orders.timestamp_unit == "s"
+    assert recording_profile(tmp_path).payloads == ALT.payloads
+
+    events = [e for e in replay(tmp_path) if e.channel != "_session"]
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["OrderEvent", "TickerEvent", "TickersEvent", "BalanceEvent", "OrderEvent"]
+    tick = events[1]
+    assert isinstance(tick, TickerEvent)
+    assert (tick.symbol, tick.bid, tick.timestamp) == ("BTC/BRL", 10.0, (SEC + 1) * 1000)
+    tickers = events[2]
+    assert isinstance(tickers, TickersEvent)
+    assert [t.symbol for t in tickers.tickers] == ["BTC/BRL", "ETH/BRL"]
+    order = events[4]
+    assert isinstance(order, OrderEvent)
+    assert (order.status, order.status_raw, order.updated_at_ms) == (
+        "CLOSED",
+        "closed",
+        (SEC + 5) * 1000,
+    )
+
+
+def test_an_older_recording_without_metadata_reads_as_the_default(tmp_path: Path) -> None:
+    msg = {
+        "channel": "watchticker",
+        "message": {"symbol": "A/B", "bid": "1", "ask": "2", "last": "1.5", "timestamp": SEC},
+    }
+    _record(tmp_path, DEFAULT_PROFILE, [msg])
+    for path in tmp_path.rglob("*.parquet"):  # strip the metadata: an older writer's file
+        table = pq.ParquetFile(path).read().replace_schema_metadata(None)
+        pq.write_table(table, path)
+    assert recording_profile(tmp_path) is DEFAULT_PROFILE
+    (tick,) = [e for e in replay(tmp_path) if isinstance(e, TickerEvent)]
+    assert (tick.symbol, tick.timestamp) == ("A/B", SEC * 1000)
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_rows_of_alt_events_equal_rows_of_their_messages(index: int) -> None:
+    message = alt_messages()[index]
+    event = event_from_message(message, received_at_ns=5, connection_id="c", seq=3, profile=ALT)
+    expected = row_from_message(message, received_at_ns=5, connection_id="c", seq=3, profile=ALT)
+    assert row_from_event(event, ALT) == expected
+
+
+def test_recorder_takes_the_profile_of_its_client(tmp_path: Path) -> None:
+    class Client:
+        profile = ALT
+
+    assert Recorder(Client(), tmp_path).profile is ALT
+    assert Recorder(Client(), tmp_path, profile=DEFAULT_PROFILE).writer.profile is DEFAULT_PROFILE
+    assert Recorder(object(), tmp_path).profile is DEFAULT_PROFILE
+
+
+def test_the_arrow_extraction_reads_the_alt_shapes_without_falling_back() -> None:
+    import pyarrow as pa
+
+    buffer = _raw.RawBuffer()
+    for seq, msg in enumerate(alt_messages(), 1):
+        buffer.append(json.dumps(msg), T0 + seq, "c1", seq)
+    table = _raw._extract(pa.Table.from_batches([buffer.batch()]), ALT)  # no _Fallback
+    rows = table.select(["channel", "symbol", "order_id", "bid", "updated_at"]).to_pylist()
+    stamps = [r["updated_at"].timestamp() if r["updated_at"] else None for r in rows]
+    assert stamps == [SEC, SEC + 1, SEC + 3, SEC + 4, SEC + 5]  # tickers: the latest pair
+    assert [r["symbol"] for r in rows] == ["BTC/BRL", "BTC/BRL", None, None, None]
+    assert [r["order_id"] for r in rows] == ["l-1", None, None, None, "m-2"]
+    assert rows[1]["bid"] == 10.0
+
+
+def test_a_profile_whose_paths_conflict_converts_row_by_row() -> None:
+    clash = ALT.replace({"payloads.ticker_time": "quote"})  # "quote" is also a parent
+    assert _raw._plan(clash).schema is None
+    assert _raw._plan(ALT).schema is not None

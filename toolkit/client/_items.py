@@ -1,0 +1,188 @@
+"""Limit-order list items read through the profile (spec 2.5: the nine fields' names are not
+shown): the id (inferred from the usual names when the configured field is absent), the
+times, the pair and the status; and the client-side filters that need them. Sans-I/O."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.errors import InvalidResponse
+from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, Listing, find_field, get_path
+from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, to_epoch_ms
+
+logger = logging.getLogger("toolkit.listing")
+
+_MISSING: Any = object()
+
+
+def _names(item: Mapping[str, Any]) -> str:
+    """The item's field names (never values), for error messages."""
+    return ", ".join(sorted(map(str, item))) or "(none)"
+
+
+class ListItems:
+    """Reads one listing's items with the profile's ``listing.*_field`` mapping.
+
+    The id: ``listing.id_field`` when the item has it; otherwise the first of
+    ``ID_CANDIDATES`` the first such item carries, chosen once per listing (logged at INFO)
+    and used for every later item. No id at all raises InvalidResponse naming
+    ``listing.id_field`` and the item's field names. Times are Unix seconds or milliseconds
+    per ``orders.timestamp_unit`` (``auto``: by magnitude, per value).
+    """
+
+    def __init__(
+        self,
+        listing: Listing = DEFAULT_PROFILE.listing,
+        timestamp_unit: str = "auto",
+        *,
+        order_bodies: bool = False,
+    ) -> None:
+        self.listing = listing
+        #: reading whole order bodies (fetchOrder, spec 2.4: field names fixed) instead
+        self.order_bodies = order_bodies
+        self.timestamp_unit = timestamp_unit
+        #: the id field in use (None until the first item is read)
+        self.id_field: str | None = None
+        #: True when that field was inferred rather than configured
+        self.id_inferred = False
+
+    # -- the id ------------------------------------------------------------------------------
+
+    def order_id(self, item: object) -> str:
+        if not isinstance(item, Mapping):
+            raise InvalidResponse(f"listing item is not an object: {type(item).__name__}")
+        if self.id_field is None:
+            self._resolve_id(item)
+        assert self.id_field is not None
+        value = get_path(item, self.id_field, _MISSING)
+        if value is _MISSING:
+            raise InvalidResponse(self._no_id(item))
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value:
+            raise InvalidResponse(
+                f"listing item's id field {self.id_field!r} is not a non-empty string "
+                f"(listing.id_field = {self.listing.id_field!r})"
+            )
+        return value
+
+    def _resolve_id(self, item: Mapping[str, Any]) -> None:
+        configured = self.listing.id_field
+        found = find_field(item, configured, ID_CANDIDATES)
+        if found is None:
+            raise InvalidResponse(self._no_id(item))
+        if found != configured:
+            self.id_inferred = True
+            logger.info(
+                "listing items have no %r (listing.id_field); using %r as the order id for "
+                "this listing",
+                configured,
+                found,
+            )
+        self.id_field = found
+
+    def _no_id(self, item: Mapping[str, Any]) -> str:
+        tried = ", ".join(dict.fromkeys((self.listing.id_field, *ID_CANDIDATES)))
+        return (
+            f"listing item without an order id: no {self.listing.id_field!r} "
+            f"(listing.id_field) nor any usual id name ({tried}); the item's fields: "
+            f"{_names(item)}. Set listing.id_field in the profile"
+        )
+
+    # -- other fields ------------------------------------------------------------------------
+
+    def _required(self, item: Mapping[str, Any], setting: str, purpose: str) -> Any:
+        path = getattr(self.listing, setting)
+        value = get_path(item, path, _MISSING)
+        if (value is _MISSING or value is None) and self.order_bodies:
+            raise InvalidResponse(
+                f"order has no {path!r} (spec 2.4), needed for {purpose}; the order's "
+                f"fields: {_names(item)}"
+            )
+        if value is _MISSING or value is None:
+            raise InvalidResponse(
+                f"listing item has no {path!r} (listing.{setting}), needed for {purpose}; "
+                f"the item's fields: {_names(item)}. Set listing.{setting} in the profile"
+            )
+        return value
+
+    def _time(self, value: object, setting: str) -> int | None:
+        try:
+            return to_epoch_ms(value, self.timestamp_unit)
+        except InvalidResponse:
+            raise InvalidResponse(
+                f"listing item's {getattr(self.listing, setting)!r} (listing.{setting}) is "
+                f"not a Unix timestamp: {type(value).__name__}"
+            ) from None
+
+    def created_ms(self, item: Mapping[str, Any], purpose: str = "since=/until=") -> int:
+        """Creation moment (Unix ms); raises naming ``listing.created_at_field`` when the
+        item does not carry it."""
+        value = self._required(item, "created_at_field", purpose)
+        ms = self._time(value, "created_at_field")
+        assert ms is not None
+        return ms
+
+    def updated_ms(self, item: Mapping[str, Any]) -> int | None:
+        """Last update (Unix ms), or None when absent or unreadable (de-duplication only
+        prefers the newer copy, it needs no value)."""
+        value = get_path(item, self.listing.updated_at_field)
+        try:
+            return to_epoch_ms(value, self.timestamp_unit)
+        except InvalidResponse:
+            return None
+
+    def symbol(self, item: Mapping[str, Any], purpose: str = "symbols=") -> str:
+        return str(self._required(item, "symbol_field", purpose))
+
+    def status(self, item: Mapping[str, Any], purpose: str = "the status filter") -> str:
+        value = self._required(item, "status_field", purpose)
+        if not isinstance(value, str):
+            raise InvalidResponse(
+                f"listing item's {self.listing.status_field!r} (listing.status_field) is not "
+                "a string"
+            )
+        return canonical_status(value)
+
+
+def statuses_for(status: str | None, listing: Listing) -> frozenset[str] | None:
+    """The statuses a (validated, uppercase) ``status`` filter lets through, with ACTIVE and
+    FINALIZED taken from the profile; None when nothing is to be checked (no filter, or
+    all nine)."""
+    if not status:
+        return None
+    if status == "ACTIVE":
+        wanted = frozenset(listing.active_statuses)
+    elif status == "FINALIZED":
+        wanted = frozenset(listing.finalized_statuses)
+    else:
+        wanted = frozenset(s.strip() for s in status.split(","))
+    return None if wanted >= frozenset(ALL_LIMIT_STATUSES) else wanted
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Client-side filters of the loader: pairs, and ``since`` (inclusive) / ``until``
+    (exclusive) on the creation moment. A filter whose field the items do not carry raises
+    InvalidResponse naming the setting, never silently drops every order."""
+
+    symbols: frozenset[str] | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.symbols is not None or self.since_ms is not None or self.until_ms is not None
+
+    def keep(self, item: Mapping[str, Any], items: ListItems) -> bool:
+        if self.symbols is not None and items.symbol(item) not in self.symbols:
+            return False
+        if self.since_ms is None and self.until_ms is None:
+            return True
+        created = items.created_ms(item)
+        if self.since_ms is not None and created < self.since_ms:
+            return False
+        return not (self.until_ms is not None and created >= self.until_ms)

@@ -1,0 +1,256 @@
+"""The doctor's findings as rows (setting, assumed, observed, status, profile line), the
+:class:`Diagnosis` that holds them, and the redaction every text goes through."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolkit.profile import ServiceProfile
+
+Status = Literal["match", "differs", "unknown"]
+
+
+class Redactor:
+    """Replaces every secret (token, API secret, the deliberately wrong ones) in a text."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._secrets: list[str] = []
+        for s in secrets:
+            self.add(s)
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= 4 and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return text
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, tuple | list):
+            return type(value)(self.value(v) for v in value)
+        return value
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the diagnosis. ``setting`` is a profile setting (``rest.auth_header``)
+    or, for a check that is not one (``check: limit routes``), a label. ``observed`` is
+    what the service showed (None: not observed); ``value`` what the profile should hold
+    (the assumed value when what was seen is compatible with it)."""
+
+    setting: str
+    assumed: Any
+    observed: Any
+    status: Status
+    value: Any = None
+    note: str = ""
+
+    @property
+    def is_setting(self) -> bool:
+        return not self.setting.startswith("check:")
+
+    @property
+    def line(self) -> str:
+        """The profile line to change, e.g. ``[rest] fetch_order_param = "id"`` (empty
+        unless the row differs)."""
+        if self.status != "differs" or not self.is_setting:
+            return ""
+        section, _, name = self.setting.partition(".")
+        return f"[{section}] {name} = {_toml(self.value)}"
+
+
+@dataclass
+class Diagnosis:
+    """What ``toolkit doctor`` / ``tk.diagnose(client)`` found: one :class:`Row` per profile
+    setting (in profile order, then the checks), the profile the client assumed, and
+    ``profile()``: the profile observed (assumed values where nothing was observed)."""
+
+    assumed: ServiceProfile
+    rows: list[Row] = field(default_factory=list)
+    target: str = ""
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+    def __getitem__(self, setting: str) -> Row:
+        for row in self.rows:
+            if row.setting == setting:
+                return row
+        raise KeyError(setting)
+
+    def with_status(self, status: Status) -> list[Row]:
+        return [r for r in self.rows if r.status == status]
+
+    @property
+    def differs(self) -> list[str]:
+        """The settings whose observed value differs from the assumed one."""
+        return [r.setting for r in self.rows if r.status == "differs" and r.is_setting]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing differs (unknown rows do not count)."""
+        return not any(r.status == "differs" for r in self.rows)
+
+    def profile(self, name: str | None = None) -> ServiceProfile:
+        """The observed profile: every differing setting changed to what was seen."""
+        changes = {r.setting: r.value for r in self.rows if r.status == "differs" and r.is_setting}
+        observed = self.assumed.replace(changes, name=name or f"{self.assumed.name}-observed")
+        lst = observed.listing
+        if not lst.page_min <= lst.page_default <= lst.page_max:  # bounds seen, default not
+            default = min(max(lst.page_default, lst.page_min), lst.page_max)
+            observed = observed.replace({"listing.page_default": default})
+        return observed
+
+    def comments(self) -> dict[str, str]:
+        """Setting -> a note for ``dump_profile(..., comments=...)``."""
+        out: dict[str, str] = {}
+        for r in self.rows:
+            if r.is_setting:
+                what = {"match": "matches", "differs": "observed", "unknown": "not observed"}
+                out[r.setting] = f"doctor: {what[r.status]}" + (f"; {r.note}" if r.note else "")
+        return out
+
+    # -- views -------------------------------------------------------------------------
+
+    def _cells(self) -> list[tuple[str, str, str, str, str]]:
+        return [
+            (r.setting, _show(r.assumed), _show(r.observed), r.status, r.line or r.note)
+            for r in self.rows
+        ]
+
+    def summary(self) -> str:
+        counts = {s: len(self.with_status(s)) for s in ("match", "differs", "unknown")}
+        where = f" at {self.target}" if self.target else ""
+        return (
+            f"service{where}: {counts['match']} match, {counts['differs']} differ, "
+            f"{counts['unknown']} unknown"
+        )
+
+    def to_text(self, width: int = 48) -> str:
+        """A plain-text table: setting, assumed, observed, status, line to change / note."""
+        head = ("setting", "assumed", "observed", "status", "change / note")
+        rows = [head, *(tuple(_clip(c, width) for c in cells) for cells in self._cells())]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = []
+        for i, r in enumerate(rows):
+            lines.append("  ".join(r[k].ljust(widths[k]) for k in range(4)) + "  " + r[4])
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 13)
+        return "\n".join([*lines, "", self.summary()])
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"<Diagnosis: {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        colour = {"match": "#1a7f37", "differs": "#cf222e", "unknown": "#9a6700"}
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td><code>{esc(c)}</code></td>" for c in cells[:3])
+            + f"<td style='color:{colour[cells[3]]}'>{esc(cells[3])}</td>"
+            + f"<td>{esc(cells[4])}</td></tr>"
+            for cells in self._cells()
+        )
+        return (
+            "<div class='toolkit-diagnosis'><strong>toolkit doctor</strong> "
+            f"<span>{esc(self.summary())}</span><table><thead><tr><th>setting</th>"
+            "<th>assumed</th><th>observed</th><th>status</th><th>change / note</th></tr>"
+            f"</thead><tbody>{body}</tbody></table></div>"
+        )
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class Findings:
+    """Collects observations while the probes run; ``rows()`` turns them into rows."""
+
+    def __init__(self, assumed: ServiceProfile, redact: Redactor) -> None:
+        self.assumed = assumed
+        self.redact = redact
+        self._rows: dict[str, Row] = {}
+        self._checks: list[Row] = []
+        self._notes: dict[str, str] = {}
+
+    def set(
+        self, setting: str, observed: Any, *, value: Any = None, note: str = "", ok: bool = False
+    ) -> None:
+        """``observed`` was seen for ``setting``; the profile should hold ``value``
+        (default: ``observed``). ``ok``: compatible with the assumed value whatever it is."""
+        assumed = self.assumed.get(setting)
+        if observed is None:
+            self.unknown(setting, note)
+            return
+        value = observed if value is None else value
+        if isinstance(assumed, tuple) and isinstance(value, list):
+            value = tuple(value)
+        status: Status = "match" if ok or value == assumed else "differs"
+        self._rows[setting] = Row(
+            setting,
+            assumed,
+            self.redact.value(observed),
+            status,
+            assumed if status == "match" else self.redact.value(value),
+            self.redact(note),
+        )
+
+    def unknown(self, setting: str, note: str) -> None:
+        if setting in self._rows:  # a later failure does not erase what was seen
+            return
+        self._notes.setdefault(setting, self.redact(note))
+
+    def check(self, label: str, status: Status, observed: Any, note: str = "") -> None:
+        self._checks.append(
+            Row(
+                f"check: {label}",
+                None,
+                self.redact.value(observed),
+                status,
+                None,
+                self.redact(note),
+            )
+        )
+
+    def seen(self, setting: str) -> Row | None:
+        return self._rows.get(setting)
+
+    def rows(self, settings: Sequence[tuple[str, Any]], unobservable: dict[str, str]) -> list[Row]:
+        out: list[Row] = []
+        for setting, assumed in settings:
+            row = self._rows.get(setting)
+            if row is None:
+                note = self._notes.get(setting) or unobservable.get(setting, "not observed")
+                row = Row(setting, assumed, None, "unknown", assumed, note)
+            out.append(row)
+        return out + self._checks

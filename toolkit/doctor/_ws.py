@@ -1,0 +1,299 @@
+"""The WebSocket probes of the doctor: how a wrong token is refused (HTTP status before the
+upgrade, or a close code after), the confirmation texts and first payload of each channel,
+the type ``onlyPriority`` takes, and the keep-alive action and its reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+
+from toolkit.doctor import _shapes as sh
+from toolkit.doctor._probe import Probe
+from toolkit.doctor._rest import observe_orders
+from toolkit.profile import get_path
+
+CHANNELS = ("watchOrders", "watchTicker", "watchTickers", "watchBalance")
+KEEPALIVE_ACTIONS = ("ping", "heartbeat", "keepalive", "keep_alive")
+FALLBACK_SYMBOL = "BTC/BRL"
+_LOGGER = logging.getLogger("toolkit.doctor.ws")  # websockets logs the URL (the token) at DEBUG
+_LOGGER.setLevel(logging.WARNING)
+
+
+def _url(pr: Probe, token: str) -> str:
+    return f"{pr.ws_url.rstrip('/')}/?token={quote(token, safe='')}"
+
+
+async def _open(pr: Probe, token: str) -> ClientConnection:
+    return await connect(
+        _url(pr, token), open_timeout=pr.timeout, logger=_LOGGER, ping_interval=None
+    )
+
+
+async def probe_refusal(pr: Probe) -> None:
+    """Connect with a deliberately wrong token: an HTTP status or a close code?"""
+    f, st = pr.findings, pr.assumed.stream
+    wrong = "doctor-wrong-token-" + (pr.token or "x")[:8][::-1]
+    pr.redact.add(wrong)
+    try:
+        ws = await _open(pr, wrong)
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        f.set("stream.refusal_kind", "http", note=f"HTTP {status} before the upgrade")
+        known = status in st.refusal_http_statuses
+        f.set(
+            "stream.refusal_http_statuses",
+            (status,),
+            value=st.refusal_http_statuses if known else (status, *st.refusal_http_statuses),
+        )
+        return
+    code = None
+    try:
+        await asyncio.wait_for(ws.recv(), pr.timeout)
+    except ConnectionClosed as exc:
+        code = exc.rcvd.code if exc.rcvd else None
+    except TimeoutError:
+        pass
+    finally:
+        await ws.close()
+    if code is None:
+        f.check("wrong token", "differs", "accepted", "a wrong token was not refused")
+        return
+    f.set("stream.refusal_kind", "close", note=f"upgraded, then closed with {code}")
+    known = code in st.refusal_close_codes
+    f.set(
+        "stream.refusal_close_codes",
+        (code,),
+        value=st.refusal_close_codes if known else (code, *st.refusal_close_codes),
+    )
+
+
+class _Conn:
+    """One connection: requests in order, each answered by the next non-data message;
+    data messages are kept by channel (the first of each)."""
+
+    def __init__(self, ws: ClientConnection, timeout: float) -> None:
+        self.ws, self.timeout = ws, timeout
+        self.first: dict[str, Any] = {}
+        self.data: list[dict[str, Any]] = []
+
+    async def _next(self, timeout: float) -> dict[str, Any] | None:
+        try:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+        except TimeoutError:
+            return None
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            return {"_text": str(raw)[:200]}
+        return msg if isinstance(msg, dict) else {"_value": msg}
+
+    def _keep(self, msg: dict[str, Any]) -> bool:
+        if "channel" in msg and "message" in msg and "success" not in msg:
+            self.first.setdefault(str(msg["channel"]), msg["message"])
+            self.data.append(msg)
+            return True
+        return False
+
+    async def ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        await self.ws.send(json.dumps(request))
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.timeout
+        while (left := end - loop.time()) > 0:
+            msg = await self._next(left)
+            if msg is None:
+                return None
+            if not self._keep(msg):
+                return msg
+        return None
+
+    async def wait_data(self, channels: list[str], timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while any(c not in self.first for c in channels) and (left := end - loop.time()) > 0:
+            msg = await self._next(left)
+            if msg is None:
+                return
+            self._keep(msg)
+
+
+async def probe_stream(pr: Probe) -> None:
+    """Subscribe to every channel, read the confirmations and the first payloads, then
+    unsubscribe; then onlyPriority's type and the keep-alive."""
+    if not pr.token:
+        raise RuntimeError("no token (sign-in failed)")
+    symbol = pr.symbol if pr.symbol and sh.is_pair(pr.symbol) else FALLBACK_SYMBOL
+    plain = sh.plain_symbol(symbol)
+    ws = await _open(pr, pr.token)
+    try:
+        conn = _Conn(ws, pr.timeout)
+        subscribed: list[str] = []
+        texts: dict[tuple[str, bool], str] = {}
+        for channel in CHANNELS:
+            data = {"symbol": symbol} if channel == "watchTicker" else None
+            msg = {"action": "subscribe", "channel": channel}
+            reply = await conn.ask({**msg, "data": data} if data else msg)
+            if reply and reply.get("success") is True:
+                subscribed.append(channel)
+                texts[(channel, True)] = str(reply.get("message", ""))
+            else:
+                pr.findings.check(
+                    f"subscribe {channel}", "unknown", _text(reply), "subscribe refused"
+                )
+        lows = [c.lower() for c in subscribed]
+        await conn.wait_data(lows, pr.payload_timeout)
+        for channel in subscribed:
+            data = {"symbol": symbol} if channel == "watchTicker" else None
+            msg = {"action": "unsubscribe", "channel": channel}
+            reply = await conn.ask({**msg, "data": data} if data else msg)
+            if reply and reply.get("success") is True:
+                texts[(channel, False)] = str(reply.get("message", ""))
+        _texts(pr, texts, plain)
+        _payloads(pr, conn.first, subscribed)
+        if "watchTickers" in subscribed:
+            await _only_priority(pr, conn)
+        await _keepalive(pr, conn)
+    finally:
+        await ws.close()
+
+
+def _text(reply: dict[str, Any] | None) -> str:
+    return "no answer" if reply is None else str(reply.get("message", reply))[:120]
+
+
+def _texts(pr: Probe, texts: dict[tuple[str, bool], str], plain: str) -> None:
+    f = pr.findings
+    for subscribed, with_symbol, setting in (
+        (True, True, "stream.subscribed_text"),
+        (True, False, "stream.subscribed_text_no_symbol"),
+        (False, True, "stream.unsubscribed_text"),
+        (False, False, "stream.unsubscribed_text_no_symbol"),
+    ):
+        channels = (
+            ["watchTicker"] if with_symbol else ["watchOrders", "watchTickers", "watchBalance"]
+        )
+        found = {
+            c: sh.template(texts[(c, subscribed)], c.lower(), plain if with_symbol else "")
+            for c in channels
+            if (c, subscribed) in texts
+        }
+        if not found:
+            f.unknown(setting, "no confirmation seen")
+            continue
+        distinct = sorted(set(found.values()))
+        note = "" if len(distinct) == 1 else "channels differ: " + " | ".join(distinct)
+        f.set(setting, next(iter(found.values())), note=note)
+
+
+def _payloads(pr: Probe, first: dict[str, Any], subscribed: list[str]) -> None:
+    f, pl = pr.findings, pr.assumed.payloads
+    missing = "no payload within the wait (nothing happened on the channel)"
+    ticker = first.get("watchticker")
+    names = ("symbol", "bid", "ask", "last", "time")
+    if isinstance(ticker, dict):
+        mapped = _prefer(
+            ticker, sh.map_ticker(ticker), {n: getattr(pl, f"ticker_{n}") for n in names}
+        )
+        for n in names:
+            f.set(f"payloads.ticker_{n}", mapped.get(n), note=f"fields: {_fields(ticker)}")
+    else:
+        for n in names:
+            f.unknown(f"payloads.ticker_{n}", missing)
+    tickers = first.get("watchtickers")
+    if tickers is not None:
+        assumed = pl.tickers_list
+        good = sh.list_at(tickers, assumed) if assumed or isinstance(tickers, list) else []
+        f.set("payloads.tickers_list", assumed if good else sh.find_list(tickers))
+    else:
+        f.unknown("payloads.tickers_list", missing)
+    balance = first.get("watchbalance")
+    bnames = ("list", "asset", "free", "locked", "total", "time")
+    if isinstance(balance, dict | list):
+        mapped = sh.map_balance(balance)
+        items = sh.list_at(balance, mapped.get("list"))
+        for n in bnames:
+            assumed = getattr(pl, f"balance_{n}")
+            where = items[0] if n in ("asset", "free", "locked", "total") and items else balance
+            keep = n != "list" and sh.leaves(where).get(assumed) is not None
+            f.set(f"payloads.balance_{n}", assumed if keep else mapped.get(n))
+    else:
+        for n in bnames:
+            f.unknown(f"payloads.balance_{n}", missing)
+    orders = first.get("watchorders")
+    if isinstance(orders, dict):
+        pr.notifications.append(orders)
+        observe_orders(pr)
+
+
+def _prefer(
+    payload: Any, mapped: dict[str, str | None], assumed: dict[str, str]
+) -> dict[str, str | None]:
+    """The assumed path wherever it holds a value of the right shape."""
+    flat = sh.leaves(payload)
+    tests: dict[str, Callable[[Any], bool]] = {
+        "symbol": sh.is_pair,
+        "time": lambda v: sh.time_unit(v) is not None,
+    }
+    out = dict(mapped)
+    for name, path in assumed.items():
+        test = tests.get(name, sh.is_number)
+        if path in flat and test(flat[path]):
+            out[name] = path
+    return out
+
+
+def _fields(payload: Any) -> str:
+    return ", ".join(sorted(sh.leaves(payload)))
+
+
+async def _only_priority(pr: Probe, conn: _Conn) -> None:
+    f = pr.findings
+    tried = []
+    for kind, value in (("bool", True), ("int", 1), ("str", "true")):
+        sub = {"action": "subscribe", "channel": "watchTickers", "data": {"onlyPriority": value}}
+        reply = await conn.ask(sub)
+        tried.append(f"{value!r} -> {_text(reply)}")
+        if reply and reply.get("success") is True:
+            await conn.ask({"action": "unsubscribe", "channel": "watchTickers"})
+            f.set("stream.only_priority_type", kind, note="; ".join(tried))
+            return
+    f.unknown("stream.only_priority_type", "no onlyPriority value accepted: " + "; ".join(tried))
+
+
+async def _keepalive(pr: Probe, conn: _Conn) -> None:
+    f, st = pr.findings, pr.assumed.stream
+    tried = []
+    for action in dict.fromkeys([a for a in (st.keepalive_action, *KEEPALIVE_ACTIONS) if a]):
+        reply = await conn.ask({"action": action})
+        tried.append(f"{action} -> {_text(reply)}")
+        if not reply or reply.get("success") is False:
+            continue
+        field = st.keepalive_reply_field
+        value = get_path(reply, field)
+        if not isinstance(value, str):
+            field = next(
+                (k for k, v in reply.items() if isinstance(v, str) and k not in ("channel",)), ""
+            )
+            value = reply.get(field)
+        f.set("stream.keepalive_action", action, note="; ".join(tried))
+        if field:
+            f.set("stream.keepalive_reply_field", field)
+            f.set("stream.keepalive_reply_value", value)
+        return
+    note = "no keep-alive action answered: " + "; ".join(tried)
+    for name in ("action", "reply_field", "reply_value"):
+        f.unknown(f"stream.keepalive_{name}", note)
+
+
+async def probe_ws(pr: Probe) -> None:
+    try:
+        await probe_refusal(pr)
+    except (OSError, WebSocketException, TimeoutError) as exc:
+        pr.failed("WebSocket refusal", exc)
+    await probe_stream(pr)

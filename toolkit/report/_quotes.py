@@ -1,0 +1,72 @@
+"""The quotes of ``evaluatedTickers`` under the report's own names (exchange, price, reason),
+read through the field names the frames were built with (``OrderFrames.quote_fields``, from
+the profile's ``orders.quote_*_field``), and the loud message when those columns are absent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from toolkit.frames._schema import QuoteFields
+from toolkit.report._columns import _num, _text
+
+#: the meanings the report cannot do without (a quote with no venue or price is no quote)
+_NEEDED = ("venue", "price")
+
+
+def quote_fields_of(frames: Any) -> QuoteFields:
+    """The frames' quote field names (the default ones for a frames-like object without)."""
+    fields = getattr(frames, "quote_fields", None)
+    if isinstance(fields, QuoteFields):
+        return fields
+    return QuoteFields.from_dict(fields if isinstance(fields, dict) else None)
+
+
+def _has_values(et: pd.DataFrame, name: str) -> bool:
+    return name in et.columns and bool(et[name].notna().any())
+
+
+def missing_quote_fields(et: pd.DataFrame | None, fields: QuoteFields) -> list[str]:
+    """The needed meanings whose column is absent (or holds no value at all) in a non-empty
+    evaluated_tickers frame: frames built under another profile than the service's."""
+    if et is None or len(et) == 0:
+        return []
+    return [m for m in _NEEDED if not _has_values(et, getattr(fields, m))]
+
+
+def quote_problem(frames: Any) -> str | None:
+    """One sentence naming the settings to change when the quotes cannot be read, else None."""
+    et = getattr(frames, "evaluated_tickers", None)
+    fields = quote_fields_of(frames)
+    missing = missing_quote_fields(et, fields)
+    if not missing or et is None:
+        return None
+    wanted = ", ".join(f"{QuoteFields.SETTINGS[m]} = {getattr(fields, m)!r}" for m in missing)
+    found = [c for c in et.columns if c not in ("orderId", "rank") and _has_values(et, c)]
+    return (
+        f"evaluated_tickers has {len(et)} quote(s) but no value under {wanted}; the "
+        f"columns with values are {', '.join(found) or '(none)'}: set the profile's "
+        "orders.quote_*_field settings to the service's names (toolkit doctor observes "
+        "them); quote slippage, best-quote routing and contingencies are left out"
+    )
+
+
+def canonical_quotes(frames: Any) -> pd.DataFrame | None:
+    """``orderId, rank, exchange, price, reason`` of every quote (None: no usable quotes)."""
+    et = getattr(frames, "evaluated_tickers", None)
+    if et is None or len(et) == 0 or "orderId" not in et.columns:
+        return None
+    fields = quote_fields_of(frames)
+    if missing_quote_fields(et, fields):
+        return None
+    rank = _num(et, "rank") if "rank" in et.columns else et.groupby("orderId").cumcount()
+    return pd.DataFrame(
+        {
+            "orderId": _text(et, "orderId"),
+            "rank": rank.astype("float64"),
+            "exchange": _text(et, fields.venue),
+            "price": _num(et, fields.price),
+            "reason": _text(et, fields.reason),
+        }
+    )
