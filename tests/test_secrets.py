@@ -51,11 +51,19 @@ def test_secrets_absent_from_logs_reprs_and_errors(
             client.list_limit_orders()
         errors.append(rna.value)
         texts = [repr(client), repr(client.settings), repr(client.auth)]
-    bad = Client(fresh_sim.base_url, api_key="demo", api_secret="not-" + SECRET)
+    bad = Client(
+        fresh_sim.base_url, api_key="demo", api_secret="not-" + SECRET, profile=fresh_sim.profile
+    )
     with bad, pytest.raises(AuthenticationError) as auth_error:
         bad.token()
     errors.append(auth_error.value)
-    dead = Client("http://127.0.0.1:9", api_key="demo", api_secret=SECRET, max_retries=0)
+    dead = Client(
+        "http://127.0.0.1:9",
+        api_key="demo",
+        api_secret=SECRET,
+        max_retries=0,
+        profile=fresh_sim.profile,
+    )
     with dead, pytest.raises(TransportError) as transport_error:
         dead.token()
     errors.append(transport_error.value)

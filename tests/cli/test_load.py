@@ -9,14 +9,16 @@ import pandas as pd
 import pytest
 
 from toolkit.cli import main
-from toolkit.cli._load import read_env_file, read_ids_file
+from toolkit.cli._connect import read_env_file
+from toolkit.cli._load import read_ids_file
 from toolkit.sim import Simulator
 
 
 @pytest.fixture
-def env(sim: Simulator, monkeypatch: pytest.MonkeyPatch) -> Simulator:
-    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID", "TOOLKIT_PROFILE"):
+def env(sim: Simulator, service_profile_file: Path, monkeypatch: pytest.MonkeyPatch) -> Simulator:
+    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLKIT_PROFILE", str(service_profile_file))  # the simulator's profile
     monkeypatch.setenv("TOOLKIT_BASE_URL", sim.base_url)
     monkeypatch.setenv("TOOLKIT_API_KEY", "demo")
     monkeypatch.setenv("TOOLKIT_API_SECRET", "demo-secret")
@@ -32,14 +34,8 @@ def test_load_to_parquet(
     orders = pd.read_parquet(tmp_path / "orders.parquet")
     assert out[0].startswith(f"loaded {len(orders)} orders")
     assert "(parquet)" in out[0] and env.base_url in out[0]
-    assert set(orders["status"]) <= {
-        "CANCELLING",
-        "EXECUTED",
-        "CLOSED",
-        "EXPIRED",
-        "CANCELLED",
-        "REJECTED",
-    }
+    # FINALIZED as the profile defines it
+    assert set(orders["status"]) <= set(env.profile.listing.finalized_statuses)
     assert {p.name for p in tmp_path.iterdir()} >= {"orders.parquet", "fills.parquet"}
 
 
@@ -55,14 +51,21 @@ def test_load_ids_file_to_csv(env: Simulator, tmp_path: Path) -> None:
 
 
 def test_env_file_and_options(
-    sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sim: Simulator, service_profile_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("TOOLKIT_BASE_URL", "TOOLKIT_API_KEY", "TOOLKIT_API_SECRET", "TOOLKIT_ENV"):
+    for name in (
+        "TOOLKIT_BASE_URL",
+        "TOOLKIT_API_KEY",
+        "TOOLKIT_API_SECRET",
+        "TOOLKIT_ENV",
+        "TOOLKIT_PROFILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     env_file = tmp_path / ".env"
     env_file.write_text(
         f"# local simulator\nexport TOOLKIT_BASE_URL={sim.base_url}\n"
         "TOOLKIT_API_KEY='wrong'\nTOOLKIT_API_SECRET=\"demo-secret\"\n"
+        f"TOOLKIT_PROFILE={service_profile_file}\n"
     )
     out = tmp_path / "out"
     code = main(["load", "--env-file", str(env_file), "--api-key", "demo", "--symbol", "BTC/BRL",
@@ -132,3 +135,21 @@ def test_ids_from_a_missing_recording_is_a_clean_error(
     code = main(["load", "--ids-from", str(tmp_path / "nope"), "--out", str(tmp_path)])
     assert code == 2
     assert "no recording" in capsys.readouterr().err
+
+
+def test_profile_flag_wins_over_the_environment(
+    env: Simulator,
+    service_profile_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--profile FILE`` is the service profile the client assumes (TOOLKIT_PROFILE loses)."""
+    bogus = tmp_path / "bogus.toml"
+    bogus.write_text('[signin]\npath = "/nowhere"\n')
+    monkeypatch.setenv("TOOLKIT_PROFILE", str(bogus))
+    out = tmp_path / "out"
+    args = ["load", "--status", "ACTIVE", "--out", str(out), "--no-progress"]
+    assert main(args) == 2 and "signin.path" in capsys.readouterr().err
+    assert main([*args, "--profile", str(service_profile_file)]) == 0
+    assert (out / "orders.parquet").exists()

@@ -12,7 +12,7 @@ import pytest
 from toolkit.client._auth import TokenAuth
 from toolkit.client._client import Client
 from toolkit.errors import AuthenticationError, InvalidRequest, ServiceError
-from toolkit.profile import DEFAULT_PROFILE
+from toolkit.profile import ServiceProfile
 from toolkit.sim import Simulator
 
 
@@ -34,6 +34,7 @@ def paths_client(sim: Simulator, **kwargs: object) -> tuple[Client, list[tuple[s
         sim.base_url,
         api_key="demo",
         api_secret="demo-secret",
+        profile=sim.profile,
         event_hooks={"response": [on_response]},
         **kwargs,  # type: ignore[arg-type]
     )
@@ -50,7 +51,7 @@ def test_signs_in_once_for_many_concurrent_requests(sim: Simulator) -> None:
         await client.aclose()
 
     asyncio.run(main())
-    assert [p for p, _ in seen].count("/auth/signin") == 1
+    assert [p for p, _ in seen].count(sim.profile.signin.path) == 1
     assert isinstance(client.auth, TokenAuth) and client.auth.signins == 1
 
 
@@ -64,11 +65,12 @@ def test_renews_before_expiry_with_a_fake_clock(fresh_sim: Simulator) -> None:
         client.fetch_order(order_id)
         clock.now += 3600 - 5  # within the renewal margin of the 1 h token
         client.fetch_order(order_id)
+    signin, fetch = fresh_sim.profile.signin.path, fresh_sim.profile.rest.fetch_order_path
     assert seen == [
-        ("/auth/signin", 200),
-        ("/orders/fetchOrder", 200),
-        ("/auth/signin", 200),
-        ("/orders/fetchOrder", 200),
+        (signin, 200),
+        (fetch, 200),
+        (signin, 200),
+        (fetch, 200),
     ]
 
 
@@ -85,7 +87,7 @@ def test_margin_is_at_most_a_tenth_of_a_short_lifetime(fresh_sim: Simulator) -> 
         client.fetch_order(order_id)
         clock.now += 6  # 9 s left
         client.fetch_order(order_id)
-    assert [p for p, _ in seen].count("/auth/signin") == 2
+    assert [p for p, _ in seen].count(fresh_sim.profile.signin.path) == 2
 
 
 def test_renews_once_on_a_401(fresh_sim: Simulator) -> None:
@@ -96,12 +98,13 @@ def test_renews_once_on_a_401(fresh_sim: Simulator) -> None:
         assert fresh_sim.state is not None
         fresh_sim.state.tokens.revoke_all()  # the service forgets every token
         assert client.fetch_order(order_id)["id"] == order_id
+    signin, fetch = fresh_sim.profile.signin.path, fresh_sim.profile.rest.fetch_order_path
     assert seen == [
-        ("/auth/signin", 200),
-        ("/orders/fetchOrder", 200),
-        ("/orders/fetchOrder", 401),
-        ("/auth/signin", 200),
-        ("/orders/fetchOrder", 200),
+        (signin, 200),
+        (fetch, 200),
+        (fetch, 401),
+        (signin, 200),
+        (fetch, 200),
     ]
 
 
@@ -111,20 +114,20 @@ def test_a_second_401_is_an_authentication_error(fresh_sim: Simulator) -> None:
     with client, pytest.raises(AuthenticationError) as info:
         client.fetch_order(fresh_sim.control.order_ids()[0])
     assert info.value.status == 401
-    assert [p for p, _ in seen] == [
-        "/auth/signin",
-        "/orders/fetchOrder",
-        "/auth/signin",
-        "/orders/fetchOrder",
-    ]
+    signin, fetch = fresh_sim.profile.signin.path, fresh_sim.profile.rest.fetch_order_path
+    assert [p for p, _ in seen] == [signin, fetch, signin, fetch]
 
 
 def test_bad_credentials(sim: Simulator) -> None:
-    client = Client(sim.base_url, api_key="demo", api_secret="wrong-secret-value")
+    signin = sim.profile.signin
+    client = Client(
+        sim.base_url, api_key="demo", api_secret="wrong-secret-value", profile=sim.profile
+    )
     with client, pytest.raises(AuthenticationError, match="sign-in refused") as info:
         client.fetch_order("m-000001-abcd")
     assert "wrong-secret-value" not in str(info.value) + repr(info.value)
-    assert info.value.status == 401 and info.value.url and info.value.url.endswith("/auth/signin")
+    assert info.value.status in signin.bad_credentials_statuses
+    assert info.value.url and info.value.url.endswith(signin.path)
 
 
 def test_atoken_is_a_live_token_for_the_websocket(sim: Simulator) -> None:
@@ -135,24 +138,30 @@ def test_atoken_is_a_live_token_for_the_websocket(sim: Simulator) -> None:
 
 
 def test_no_credentials_means_no_token(sim: Simulator) -> None:
-    with Client(sim.base_url) as client, pytest.raises(InvalidRequest, match="token"):
+    with (
+        Client(sim.base_url, profile=sim.profile) as client,
+        pytest.raises(InvalidRequest, match="token"),
+    ):
         client.token()
 
 
 class StaticBearer(httpx.Auth):
-    """A user's own auth: a token obtained elsewhere."""
+    """A user's own auth: a token obtained elsewhere, sent the way the profile's service
+    expects (``rest.auth_header``, ``rest.auth_scheme``)."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, profile: ServiceProfile) -> None:
         self.token = token
+        self.header = profile.rest.auth_header
+        self.value = f"{profile.rest.auth_scheme} {token}".strip()
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
-        request.headers["Authorization"] = f"Bearer {self.token}"
+        request.headers[self.header] = self.value
         yield request
 
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        request.headers["Authorization"] = f"Bearer {self.token}"
+        request.headers[self.header] = self.value
         yield request
 
 
@@ -160,10 +169,12 @@ def test_auth_is_replaceable(sim: Simulator) -> None:
     with sim.client() as signer:
         token = signer.token()
     order_id = sim.control.order_ids()[0]
-    with Client(sim.base_url, auth=StaticBearer(token)) as client:
+    with Client(sim.base_url, auth=StaticBearer(token, sim.profile), profile=sim.profile) as client:
         assert client.fetch_order(order_id)["id"] == order_id
     with (
-        Client(sim.base_url, auth=StaticBearer("tok_wrong")) as client,
+        Client(
+            sim.base_url, auth=StaticBearer("tok_wrong", sim.profile), profile=sim.profile
+        ) as client,
         pytest.raises(AuthenticationError),
     ):
         client.fetch_order(order_id)
@@ -179,7 +190,8 @@ def test_repr_never_shows_the_token(sim: Simulator) -> None:
 
 def test_profile_names_the_signin_fields(sim: Simulator) -> None:
     # a service that used other field names would be reached by changing the profile only
-    profile = DEFAULT_PROFILE.replace({"signin.key_field": "key"})
+    assert sim.profile.signin.key_field != "accessKey"
+    profile = sim.profile.replace({"signin.key_field": "accessKey"})
     client = Client(sim.base_url, api_key="demo", api_secret="demo-secret", profile=profile)
     with client, pytest.raises(ServiceError, match="sign-in failed") as info:
         client.token()
@@ -188,5 +200,8 @@ def test_profile_names_the_signin_fields(sim: Simulator) -> None:
 
 
 def test_without_credentials_requests_are_refused_clearly(sim: Simulator) -> None:
-    with Client(sim.base_url) as client, pytest.raises(AuthenticationError, match="no credentials"):
+    with (
+        Client(sim.base_url, profile=sim.profile) as client,
+        pytest.raises(AuthenticationError, match="no credentials"),
+    ):
         client.fetch_order(sim.control.order_ids()[0])

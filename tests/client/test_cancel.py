@@ -14,7 +14,6 @@ import pytest
 from toolkit.client._cancel import CancelOutcome, CancelResult, outcome_from_state
 from toolkit.client._client import Client
 from toolkit.errors import OrderNotFound
-from toolkit.profile import DEFAULT_PROFILE
 from toolkit.sim import Simulator
 
 
@@ -46,7 +45,8 @@ def test_open_order_is_accepted(slow_cancel_sim: Simulator) -> None:
         order_id = new_order(client)
         result = client.cancel_limit_order(order_id, reason="test")
         assert result.outcome is CancelOutcome.ACCEPTED and result.accepted
-        assert result.status == "CANCELLING" and result.http_status == 202
+        assert result.status == "CANCELLING"
+        assert result.http_status == slow_cancel_sim.profile.rest.cancel_status
         assert result.cancel_requested_at is not None
         assert result.should_resend is False
         assert str(result).startswith(f"order {order_id}: accepted [CANCELLING]")
@@ -56,7 +56,8 @@ def test_open_order_is_accepted(slow_cancel_sim: Simulator) -> None:
     assert again.http_status == 409
     # the 409 was answered by one fetchOrder, never a second PATCH
     patches = [s for s in sent if s.startswith("PATCH")]
-    assert len(patches) == 2 and sent[-1] == "GET /orders/fetchOrder"
+    assert len(patches) == 2
+    assert sent[-1] == f"GET {slow_cancel_sim.profile.rest.fetch_order_path}"
 
 
 @pytest.mark.parametrize("state", ["TRIGGERED", "PROCESSING"])
@@ -106,7 +107,7 @@ def test_profile_in_the_query(slow_cancel_sim: Simulator) -> None:
         if request.method == "PATCH":
             patches.append(request)
 
-    profile = DEFAULT_PROFILE.replace({"rest.cancel_profile_in": "query"})
+    profile = slow_cancel_sim.profile.replace({"rest.cancel_profile_in": "query"})
     with slow_cancel_sim.client(profile=profile, event_hooks={"request": [on_request]}) as client:
         order_id = new_order(client)
         assert client.cancel_limit_order(order_id).accepted
@@ -137,14 +138,13 @@ def test_batch_cancel_gives_one_result_per_order(slow_cancel_sim: Simulator) -> 
 
 
 def test_batch_cancel_is_chunked(slow_cancel_sim: Simulator) -> None:
-    client, sent = counting(
-        slow_cancel_sim, profile=DEFAULT_PROFILE.replace({"rest.batch_cancel_max": 2})
-    )
+    profile = slow_cancel_sim.profile.replace({"rest.batch_cancel_max": 2})
+    client, sent = counting(slow_cancel_sim, profile=profile)
     with client:
         ids = [new_order(client) for _ in range(5)]
         results = client.cancel_limit_orders(ids)
     assert [r.outcome for r in results] == [CancelOutcome.ACCEPTED] * 5
-    assert sent.count("POST /orders/limit/orders/cancel") == 3
+    assert sent.count(f"POST {profile.rest.batch_cancel_path}") == 3
 
 
 def test_empty_batch_sends_nothing(sim: Simulator) -> None:

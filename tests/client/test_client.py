@@ -30,15 +30,17 @@ def test_every_async_method_has_a_sync_twin() -> None:
     assert hasattr(Client, "aiter_limit_orders") and hasattr(Client, "iter_limit_orders")
 
 
-def test_from_env(sim: Simulator) -> None:
+def test_from_env(sim: Simulator, service_profile_file: pathlib.Path) -> None:
     env = {
         "TOOLKIT_ENV": "local",
         "TOOLKIT_BASE_URL": sim.base_url,
         "TOOLKIT_API_KEY": "demo",
         "TOOLKIT_API_SECRET": "demo-secret",
         "TOOLKIT_PROFILE_ID": "P1",
+        "TOOLKIT_PROFILE": str(service_profile_file),
     }
     with Client.from_env(env, concurrency=4) as client:
+        assert client.profile == sim.profile
         assert client.settings.environment is Environment.LOCAL
         assert client.settings.ws_url == sim.ws_url
         assert client.settings.concurrency == 4
@@ -161,7 +163,8 @@ def test_order_id_cannot_change_the_path(fresh_sim: Simulator) -> None:
         pytest.raises(OrderNotFound),
     ):
         client.cancel_limit_order("a b;c=d")
-    assert paths[1].startswith("/orders/limit/orders/a%20b%3Bc%3Dd/cancel")
+    cancel_path = fresh_sim.profile.rest.cancel_path
+    assert paths[1].startswith(cancel_path.format(order_id="a%20b%3Bc%3Dd"))
 
 
 def test_client_imports_neither_the_simulator_nor_pandas() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from toolkit.client._loaders import MissingOrdersWarning, parse_time_bound
 from toolkit.errors import InvalidRequest
-from toolkit.protocol import FINALIZED
+from toolkit.protocol import to_epoch_ms
 from toolkit.sim import Simulator
 
 
@@ -43,27 +43,38 @@ def test_loads_every_limit_order_once(sim: Simulator) -> None:
 
 
 def test_status_filter(sim: Simulator) -> None:
+    listing = sim.profile.listing
     with sim.client() as client:
         frames = client.load_orders(status="FINALIZED", progress=False)
-        listed = {o["id"] for o in client.list_limit_orders("FINALIZED")}
+        listed = {o[listing.id_field] for o in client.list_limit_orders("FINALIZED")}
     assert set(frames.orders["id"]) == listed
-    assert set(frames.orders["status"]) <= FINALIZED
+    # FINALIZED as the profile defines it
+    assert set(frames.orders["status"]) <= set(listing.finalized_statuses)
 
 
 def test_since_until_and_symbols_filter_client_side(sim: Simulator) -> None:
+    profile = sim.profile
+    listing = profile.listing
+
+    def created_ms(item: dict[str, object]) -> int:
+        # the item's creation moment in Unix ms, in the profile's field and time unit
+        ms = to_epoch_ms(item[listing.created_at_field], profile.orders.timestamp_unit)
+        assert ms is not None
+        return ms
+
     with sim.client() as client:
-        items = client.list_limit_orders(limit=100)
-        created = sorted(int(o["createdAt"]) for o in items)
+        items = client.list_limit_orders(limit=listing.page_max)
+        created = sorted(created_ms(o) for o in items)
         middle = created[len(created) // 2]
         since = datetime.fromtimestamp(middle / 1000, tz=UTC)
         frames = client.load_orders(since=since, progress=False)
         until_frames = client.load_orders(until=since, progress=False)
         btc = client.load_orders(symbols="BTC/BRL", progress=False)
-    expected_since = {o["id"] for o in items if int(o["createdAt"]) >= middle}
+    expected_since = {o[listing.id_field] for o in items if created_ms(o) >= middle}
     assert set(frames.orders["id"]) == expected_since
-    assert set(until_frames.orders["id"]) == {o["id"] for o in items} - expected_since
+    assert set(until_frames.orders["id"]) == {o[listing.id_field] for o in items} - expected_since
     assert set(btc.orders["symbol"]) == {"BTC/BRL"}
-    assert len(btc.orders) == sum(o["symbol"] == "BTC/BRL" for o in items)
+    assert len(btc.orders) == sum(o[listing.symbol_field] == "BTC/BRL" for o in items)
 
 
 def test_ids_loads_market_orders_too(sim: Simulator) -> None:
@@ -84,8 +95,11 @@ def test_an_order_that_404s_is_reported_not_lost(sim: Simulator) -> None:
 
 def test_503s_lose_nothing_and_duplicate_nothing(fresh_sim: Simulator) -> None:
     expected = limit_ids(fresh_sim)
-    fresh_sim.control.set_knobs(listing_503_rate=0.2)
-    with fresh_sim.client(sleep=no_sleep, max_retries=50, page_size=2) as client:
+    # the smallest page the profile allows: many pages, many chances of a 503; a profile
+    # with a larger minimum has fewer pages, so each one fails more often
+    page_size = max(2, fresh_sim.profile.listing.page_min)
+    fresh_sim.control.set_knobs(listing_503_rate=0.2 if page_size == 2 else 0.4)
+    with fresh_sim.client(sleep=no_sleep, max_retries=50, page_size=page_size) as client:
         frames = client.load_orders(progress=False)
         assert client.rest.retries > 0
     ids = list(frames.orders["id"])

@@ -102,13 +102,15 @@ from toolkit.sim import Simulator  # noqa: E402
 
 
 class Log:
-    """Every listing exchange: the token sent, the status, the token received."""
+    """Every listing exchange (on the profile's ``rest.limit_orders_path``): the token sent,
+    the status, the token received."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.exchanges: list[tuple[str | None, int, str | None, int]] = []
 
     async def on_response(self, response: httpx.Response) -> None:
-        if response.request.url.path != "/orders/limit/orders":
+        if response.request.url.path != self.path:
             return
         sent = response.request.url.params.get("paginationToken")
         received = None
@@ -126,20 +128,36 @@ async def no_sleep(delay: float) -> None:
 
 
 def logged_client(sim: Simulator, **kwargs: Any) -> tuple[Client, Log]:
-    log = Log()
+    log = Log(sim.profile.rest.limit_orders_path)
     client = sim.client(event_hooks={"response": [log.on_response]}, sleep=no_sleep, **kwargs)
     return client, log
 
 
+def item_id(sim: Simulator, item: dict[str, Any]) -> str:
+    """A list item's order id, read through the profile (spec 2.5: the name is not shown)."""
+    return str(item[sim.profile.listing.id_field])
+
+
 def baseline(sim: Simulator) -> list[str]:
     with sim.client() as client:
-        return [o["id"] for o in client.list_limit_orders(limit=100)]
+        return [
+            item_id(sim, o) for o in client.list_limit_orders(limit=sim.profile.listing.page_max)
+        ]
+
+
+def exact_divisor(count: int, page_min: int) -> int | None:
+    """A page size of at least ``page_min`` that divides ``count`` into two or more full
+    pages: half when that is allowed, else the smallest such size; None when there is
+    none."""
+    if count % 2 == 0 and count // 2 >= page_min:
+        return count // 2
+    return next((d for d in range(page_min, count) if count % d == 0), None)
 
 
 def test_tokens_with_plus_slash_equals_round_trip(sim: Simulator) -> None:
     client, log = logged_client(sim)
     with client:
-        ids = [o["id"] for o in client.iter_limit_orders(limit=7)]
+        ids = [item_id(sim, o) for o in client.iter_limit_orders(limit=7)]
     tokens = [received for _, _, received, _ in log.exchanges if received]
     assert any(c in t for t in tokens for c in "+/=")
     # each page's token came back byte for byte on the next request
@@ -157,10 +175,13 @@ def test_listing_matches_the_account(sim: Simulator) -> None:
 
 def test_503_mid_listing_is_retried_on_the_same_token(fresh_sim: Simulator) -> None:
     expected = baseline(fresh_sim)
-    fresh_sim.control.set_knobs(listing_503_rate=0.2)
+    # the smallest page the profile allows: many pages, many chances of a 503; a profile
+    # with a larger minimum has fewer pages, so each one fails more often
+    small = max(2, fresh_sim.profile.listing.page_min)
+    fresh_sim.control.set_knobs(listing_503_rate=0.2 if small == 2 else 0.4)
     client, log = logged_client(fresh_sim, max_retries=50)
     with client:
-        ids = [o["id"] for o in client.iter_limit_orders(limit=2)]
+        ids = [item_id(fresh_sim, o) for o in client.iter_limit_orders(limit=small)]
     assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))
     failures = [i for i, e in enumerate(log.exchanges) if e[1] == 503]
     assert failures  # the fault really happened
@@ -169,9 +190,17 @@ def test_503_mid_listing_is_retried_on_the_same_token(fresh_sim: Simulator) -> N
 
 
 def test_exact_multiple_of_the_page_size(fresh_sim: Simulator) -> None:
+    listing = fresh_sim.profile.listing
     with fresh_sim.client() as client:
-        counts = Counter(o["status"] for o in client.list_limit_orders(limit=100))
-    status, count = next((s, c) for s, c in counts.most_common() if 2 <= c <= 100)
+        items = client.list_limit_orders(limit=listing.page_max)
+        counts = Counter(o[listing.status_field] for o in items)
+    # a status whose count is a valid page size and splits into smaller full pages too
+    status, count = next(
+        (s, c)
+        for s, c in counts.most_common()
+        if max(2, listing.page_min) <= c <= listing.page_max
+        and exact_divisor(c, listing.page_min) is not None
+    )
     client, log = logged_client(fresh_sim)
     with client:
         items = client.list_limit_orders(status, limit=count)
@@ -181,8 +210,9 @@ def test_exact_multiple_of_the_page_size(fresh_sim: Simulator) -> None:
             (200, True, count),
             (200, False, 0),
         ]
-        half = count // 2 if count % 2 == 0 else 1
-        assert len(client.list_limit_orders(status, limit=half)) == count
+        smaller = exact_divisor(count, listing.page_min)
+        assert smaller is not None
+        assert len(client.list_limit_orders(status, limit=smaller)) == count
 
 
 def test_rebuilt_tokens_are_a_loop_within_two_pages(fresh_sim: Simulator) -> None:
@@ -201,7 +231,7 @@ def test_lag_and_new_orders_during_listing(fresh_sim: Simulator) -> None:
         async with fresh_sim.client() as client:
             seen: list[str] = []
             async for item in client.aiter_limit_orders(limit=10):
-                seen.append(item["id"])
+                seen.append(item_id(fresh_sim, item))
                 if len(seen) == 10:
                     # new orders appear on top while we page: never twice, never a restart
                     for _ in range(3):
@@ -217,7 +247,7 @@ def test_empty_listing(fresh_sim: Simulator) -> None:
     client, log = logged_client(fresh_sim)
     with client:
         for order in client.list_limit_orders("TRIGGERED"):
-            fresh_sim.control.advance(order["id"], "CLOSED")
+            fresh_sim.control.advance(item_id(fresh_sim, order), "CLOSED")
         assert client.list_limit_orders("TRIGGERED") == []
     assert log.exchanges[-1][1:] == (200, None, 0)
 

@@ -16,7 +16,7 @@ def test_sync_twins_in_a_plain_script(sim: Simulator) -> None:
     order_id = sim.control.order_ids()[0]
     with sim.client() as client:
         assert client.fetch_order(order_id)["id"] == order_id
-        assert len(client.list_limit_orders(limit=100)) > 0
+        assert len(client.list_limit_orders(limit=sim.profile.listing.page_max)) > 0
 
 
 def test_sync_twins_inside_a_running_loop(sim: Simulator) -> None:

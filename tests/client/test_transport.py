@@ -49,7 +49,7 @@ def test_503_then_success_returns_the_page(fresh_sim: Simulator) -> None:
     fresh_sim.control.set_knobs(listing_503_rate=0.5)
     sleep = FakeSleep()
     with fresh_sim.client(sleep=sleep, max_retries=30) as client:
-        items = client.list_limit_orders(limit=100)
+        items = client.list_limit_orders(limit=fresh_sim.profile.listing.page_max)
     assert items and sleep.delays  # some 503s were met and retried
     assert client.rest.retries == len(sleep.delays)
 

@@ -21,6 +21,7 @@ import pytest
 
 from toolkit.frames._frames import OrderFrames, build_frames
 from toolkit.frames._schema import FRAME_NAMES
+from toolkit.protocol import to_epoch_ms
 
 
 def _load_synthetic() -> ModuleType:
@@ -588,12 +589,24 @@ def test_frames_of_the_simulators_orders(sim: Any) -> None:
     ids = sim.control.order_ids()
     assert len(ids) >= 100
     orders = [client.fetch_order(oid) for oid in ids[:120]]
-    frames = build_frames(orders)
+    profile = client.profile
+    frames = build_frames(orders, profile=profile)
     assert frames.orders["id"].tolist() == ids[:120]
     assert frames.orders["status"].tolist() == [str(o["status"]).upper() for o in orders]
     with_trades = sum(len(o.get("trades", [])) for o in orders)
     assert len(frames.trades) == len(frames.fills) == with_trades
+    # the service's times are in the profile's unit (alt: float seconds); the frames hold ms
+    unit = profile.orders.timestamp_unit
+
+    def moment(value: Any) -> pd.Timestamp:
+        return pd.Timestamp(to_epoch_ms(value, unit), unit="ms", tz="UTC")
+
     assert str(frames.orders["updatedAt"].dtype) == "datetime64[ms, UTC]"
-    assert frames.orders["updatedAt"].tolist() == [
-        pd.Timestamp(o["updatedAt"], unit="ms", tz="UTC") for o in orders
-    ]
+    assert frames.orders["updatedAt"].tolist() == [moment(o["updatedAt"]) for o in orders]
+    # the quotes keep the service's names, their time read in the same unit
+    q = frames.quote_fields
+    quotes = [e for o in orders for e in o.get("evaluatedTickers") or ()]
+    assert quotes and len(frames.evaluated_tickers) == len(quotes)
+    assert str(frames.evaluated_tickers[q.time].dtype) == "datetime64[ms, UTC]"
+    assert frames.evaluated_tickers[q.time].tolist() == [moment(e[q.time]) for e in quotes]
+    assert frames.evaluated_tickers[q.venue].tolist() == [e[q.venue] for e in quotes]

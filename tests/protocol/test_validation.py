@@ -33,7 +33,7 @@ BAD_CALLS: dict[str, Case] = {
     "status shortcut mixed": lambda c: c.alist_limit_orders(status="ACTIVE,OPEN"),
     "status not a string": lambda c: c.alist_limit_orders(status=5),  # type: ignore[arg-type]
     "limit zero": lambda c: c.alist_limit_orders(limit=0),
-    "limit above max": lambda c: c.alist_limit_orders(limit=101),
+    "limit above max": lambda c: c.alist_limit_orders(limit=c.profile.listing.page_max + 1),
     "limit negative": lambda c: c.alist_limit_orders(limit=-3),
     "limit as string": lambda c: c.alist_limit_orders(limit="50"),  # type: ignore[arg-type]
     "limit bool": lambda c: c.alist_limit_orders(limit=True),
@@ -118,6 +118,7 @@ def counting_client(sim: Simulator, **kwargs: Any) -> tuple[Client, list[httpx.R
         api_key="demo",
         api_secret="demo-secret",
         event_hooks={"request": [on_request]},
+        profile=sim.profile,
         **kwargs,
     )
     return client, sent
@@ -159,7 +160,8 @@ def test_the_counter_sees_a_valid_call(sim: Simulator) -> None:
         await client.aclose()
 
     asyncio.run(main())
-    assert [r.url.path for r in sent] == ["/auth/signin", "/orders/fetchOrder"]
+    profile = sim.profile
+    assert [r.url.path for r in sent] == [profile.signin.path, profile.rest.fetch_order_path]
 
 
 def test_unknown_status_message_lists_the_valid_values(sim: Simulator) -> None:

@@ -143,7 +143,10 @@ def test_report_of_the_simulator_history(sim: object) -> None:
     ids = sim.control.order_ids()  # type: ignore[attr-defined]
     with sim.client() as client:  # type: ignore[attr-defined]
         raw = [client.fetch_order(i) for i in ids[:120]]
-    report = execution_report(build_frames(raw))
+        # the quotes are read under the service's names (alt: venue/px/ts/why)
+        frames = build_frames(raw, profile=client.profile)
+    assert frames.quote_fields.venue in frames.evaluated_tickers.columns
+    report = execution_report(frames)
     s = report.summary.set_index("metric")["value"]
     assert s["executed orders"] > 0
     assert -1_000 < s["quote slippage"] < 1_000

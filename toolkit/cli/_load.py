@@ -4,12 +4,12 @@ CSV files, configured from the environment like ``Client.from_env()``."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args
 from toolkit.errors import InvalidRequest, ToolkitError
 
 
@@ -19,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="load orders into Parquet/CSV files",
         description="Load the account's limit orders (or the orders named in --ids-file, "
         "or every order seen in a recording with --ids-from) "
-        "with fetchOrder and write orders, trades, fees, evaluated_tickers and fills. "
-        "Configured by TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET "
-        "(options below win).",
+        "with fetchOrder and write orders, trades, fees, evaluated_tickers and fills. " + ENV_HELP,
     )
     parser.add_argument(
         "--status",
@@ -39,14 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ROOT",
         help="a recording (toolkit record --out ROOT): load every order id seen in it",
     )
-    parser.add_argument(
-        "--env-file",
-        type=Path,
-        help="file of KEY=VALUE lines (variables already set in the environment win)",
-    )
-    parser.add_argument("--env", choices=("local", "sandbox", "production"), help="TOOLKIT_ENV")
-    parser.add_argument("--base-url", help="REST base address (TOOLKIT_BASE_URL)")
-    parser.add_argument("--api-key", help="API key (TOOLKIT_API_KEY); the secret only via env")
+    add_connection_arguments(parser)
     parser.add_argument("--profile-id", help="profile id (TOOLKIT_PROFILE_ID)")
     parser.add_argument("--concurrency", type=int, help="requests in flight (default 16)")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
@@ -54,25 +45,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--exact", action="store_true", help="exact decimals (decimal128)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
-    values: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        text = text.removeprefix("export ").strip()
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            # the line may hold a secret: name the line, never print it
-            raise InvalidRequest(f"{path}:{number}: expected KEY=VALUE")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key.strip()] = value
-    return values
 
 
 def read_ids_file(path: Path) -> list[str]:
@@ -84,20 +56,8 @@ def read_ids_file(path: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
-    from toolkit.client._client import Client
-
-    env: dict[str, str] = {}
     try:
-        if args.env_file is not None:
-            env.update(read_env_file(args.env_file))
-        env.update(os.environ if environ is None else environ)
         options: dict[str, object] = {}
-        if args.env:
-            options["environment"] = args.env
-        if args.base_url:
-            options["base_url"] = args.base_url
-        if args.api_key:
-            options["api_key"] = args.api_key
         if args.profile_id:
             options["profile_id"] = args.profile_id
         if args.concurrency:
@@ -111,7 +71,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
                 raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
             ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
         started = time.perf_counter()
-        with Client.from_env(env, **options) as client:
+        with client_from_args(args, environ, **options) as client:
             frames = client.load_orders(
                 status=status,
                 since=args.since,

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args
 from toolkit.errors import ToolkitError
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
 from toolkit.recording._writer import RecorderBusy, RecorderStats
@@ -23,8 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Record channels of the service into OUT/channel=<name>/date=<day>/"
         "part-*.parquet (read back with toolkit.read_recording, DuckDB, Polars, Spark). "
         "Stops after --duration seconds, or on Ctrl-C / SIGTERM with every received "
-        "message written. Configured by TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_WS_URL, "
-        "TOOLKIT_API_KEY, TOOLKIT_API_SECRET (options below win; the secret only via env).",
+        "message written. " + ENV_HELP,
     )
     parser.add_argument(
         "--channel",
@@ -36,10 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--out", type=Path, required=True, help="root of the recording")
     parser.add_argument("--duration", type=float, help="seconds to record (default: until stopped)")
-    parser.add_argument("--env", choices=("local", "sandbox", "production"), help="TOOLKIT_ENV")
-    parser.add_argument("--base-url", help="REST base address (TOOLKIT_BASE_URL)")
-    parser.add_argument("--ws-url", help="WebSocket base address (TOOLKIT_WS_URL)")
-    parser.add_argument("--api-key", help="API key (TOOLKIT_API_KEY); the secret only via env")
+    add_connection_arguments(parser)
     parser.add_argument(
         "--flush-interval",
         type=float,
@@ -57,19 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from toolkit.client._client import Client
-
-    overrides = {
-        key: value
-        for key, value in (
-            ("environment", args.env),
-            ("base_url", args.base_url),
-            ("ws_url", args.ws_url),
-            ("api_key", args.api_key),
-        )
-        if value
-    }
-    return Client.from_env(**overrides)
+    return client_from_args(args)
 
 
 class StatusLine:

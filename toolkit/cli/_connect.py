@@ -1,0 +1,85 @@
+"""The connection options shared by the commands that talk to the service (``load``,
+``record``, ``doctor``): the flags, an optional env file, and the client built from them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit.errors import InvalidRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.client import Client
+
+ENV_HELP = (
+    "Configured by TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_WS_URL, TOOLKIT_API_KEY, "
+    "TOOLKIT_API_SECRET and TOOLKIT_PROFILE (options below win; the secret only via env)."
+)
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--env-file``, ``--env``, ``--base-url``, ``--ws-url``, ``--api-key``, ``--profile``."""
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--env-file",
+        type=Path,
+        help="file of KEY=VALUE lines (variables already set in the environment win)",
+    )
+    group.add_argument("--env", choices=("local", "sandbox", "production"), help="TOOLKIT_ENV")
+    group.add_argument("--base-url", help="REST base address (TOOLKIT_BASE_URL)")
+    group.add_argument("--ws-url", help="WebSocket base address (TOOLKIT_WS_URL)")
+    group.add_argument("--api-key", help="API key (TOOLKIT_API_KEY); the secret only via env")
+    group.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="service profile TOML (TOOLKIT_PROFILE; default: the built-in default profile)",
+    )
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        text = text.removeprefix("export ").strip()
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            # the line may hold a secret: name the line, never print it
+            raise InvalidRequest(f"{path}:{number}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def client_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None, **options: Any
+) -> Client:
+    """The client the connection flags, the env file and the environment describe;
+    ``options`` are further ``Settings`` values (e.g. ``concurrency``)."""
+    from toolkit.client import Client
+    from toolkit.profile import load_profile
+
+    env: dict[str, str] = {}
+    if getattr(args, "env_file", None) is not None:
+        env.update(read_env_file(args.env_file))
+    env.update(os.environ if environ is None else environ)
+    for name, key in (
+        ("environment", "env"),
+        ("base_url", "base_url"),
+        ("ws_url", "ws_url"),
+        ("api_key", "api_key"),
+    ):
+        value = getattr(args, key, None)
+        if value:
+            options[name] = value
+    if getattr(args, "profile", None) is not None:
+        options["profile"] = load_profile(args.profile)
+    return Client.from_env(env, **options)
