@@ -28,7 +28,7 @@ if _BENCH not in sys.path:
 
 def test_profiles() -> dict[str, ServiceProfile]:
     """The profiles the network tests run under, by name."""
-    names = [n.strip() for n in os.environ.get("TOOLKIT_TEST_PROFILES", "default").split(",")]
+    names = [n.strip() for n in os.environ.get("TOOLKIT_TEST_PROFILES", "default,alt").split(",")]
     out: dict[str, ServiceProfile] = {}
     for name in filter(None, names):
         out[name] = (

@@ -99,6 +99,9 @@ def test_order_book_under_alt_shows_true_dates(alt_sim: Simulator) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
         while loop.time() < deadline and (book.reconciles < 1 or len(book) < 3):
+            if task.done():
+                # run() only ends by itself on an error: that error is the failure
+                raise AssertionError(f"OrderBook.run() ended early: {task.exception()!r}")
             await asyncio.sleep(0.05)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -20,6 +20,17 @@ def service_profile() -> ServiceProfile:
     return DEFAULT_PROFILE
 
 
+@pytest.fixture(scope="session")
+def sim() -> Iterator[Simulator]:
+    """The simulator tests' own shared simulator under the default profile.
+
+    Overridden here rather than taken from ``tests/conftest.py``: pytest caches a
+    session fixture by its own parameter, so the root ``sim`` last built under another
+    profile would be handed to these tests unchanged."""
+    with Simulator(seed=7, engine=False, history_orders=300, profile=DEFAULT_PROFILE) as s:
+        yield s
+
+
 @pytest.fixture
 def http(sim: Simulator) -> Iterator[httpx.Client]:
     """A client of the shared ``sim``, signed in as ``demo``."""

@@ -21,8 +21,9 @@ from toolkit.errors import (
     PermissionDenied,
     TransportError,
 )
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
 from toolkit.sim import Simulator
-from toolkit.stream._channels import Backoff
+from toolkit.stream._channels import Backoff, expected_confirmation
 from toolkit.stream._events import Event, SessionEvent, TickerEvent
 from toolkit.stream._session import ConfirmationTimeout, StreamClosed, StreamSession
 
@@ -187,12 +188,21 @@ class FixedTokenAuth(httpx.Auth):
         return self.token
 
 
+def refusal_text(profile: ServiceProfile) -> str:
+    """How the error names the refusal of ``profile``'s service: its HTTP status before
+    the upgrade, or its close code after it."""
+    stream = profile.stream
+    if stream.refusal_kind == "http":
+        return f"HTTP {stream.refusal_http_statuses[0]}"
+    return f"close code {stream.refusal_close_codes[0]}"
+
+
 @pytest.mark.parametrize("token", ["", "tok_not-a-real-token-0123456789"])
 async def test_refused_token_raises_authentication_error(sim: Simulator, token: str) -> None:
     auth = FixedTokenAuth(token)
-    client = Client(sim.base_url, auth=auth)
+    client = Client(sim.base_url, auth=auth, profile=sim.profile)
     try:
-        with pytest.raises(AuthenticationError, match="HTTP 401") as info:
+        with pytest.raises(AuthenticationError, match=refusal_text(sim.profile)) as info:
             async with client.stream(**FAST):
                 pass
         text = str(info.value) + repr(info.value)
@@ -387,8 +397,26 @@ async def test_rotation_before_max_duration_leaves_no_gap(fresh_sim: Simulator) 
         await client.aclose()
 
 
-def _ticker(symbol: str, last: float) -> str:
-    ticker = {"symbol": symbol, "bid": last - 1, "ask": last + 1, "last": last, "timestamp": 1}
+def _put(payload: dict[str, Any], path: str, value: Any) -> None:
+    """``payload[a][b] = value`` for the dotted ``path`` "a.b"."""
+    *steps, last = path.split(".")
+    for step in steps:
+        payload = payload.setdefault(step, {})
+    payload[last] = value
+
+
+def _ticker(symbol: str, last: float, profile: ServiceProfile = DEFAULT_PROFILE) -> str:
+    """A watchTicker data message, its fields where ``profile.payloads`` puts them."""
+    p = profile.payloads
+    ticker: dict[str, Any] = {}
+    for path, value in (
+        (p.ticker_symbol, symbol),
+        (p.ticker_bid, last - 1),
+        (p.ticker_ask, last + 1),
+        (p.ticker_last, last),
+        (p.ticker_time, 1),
+    ):
+        _put(ticker, path, value)
     return json.dumps({"channel": "watchticker", "message": ticker}, separators=(",", ":"))
 
 
@@ -397,9 +425,10 @@ class FlushOnMessageServer:
     connection only when it handles that connection's next message (ahead of the answer),
     and loses it when the client closes first. When a second connection subscribes (a
     rotation), a ticker is published just before its subscription takes effect: only the
-    old connection carries it."""
+    old connection carries it. Keep-alives, confirmations and tickers are ``profile``'s."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: ServiceProfile = DEFAULT_PROFILE) -> None:
+        self.profile = profile
         self.pending: dict[ServerConnection, list[str]] = {}
         self.published: list[str] = []
 
@@ -411,27 +440,29 @@ class FlushOnMessageServer:
                 if msg.get("action") == "subscribe":
                     for other, queue in self.pending.items():
                         if other is not ws:
-                            data = _ticker("BTC/BRL", 1000.0 + len(self.published))
+                            last = 1000.0 + len(self.published)
+                            data = _ticker("BTC/BRL", last, self.profile)
                             self.published.append(data)
                             queue.append(data)
                 for data in self.pending[ws]:
                     await ws.send(data)
                 self.pending[ws].clear()
-                if msg.get("action") == "ping":
-                    reply = {"success": True, "message": "pong", "subscriptions": []}
+                stream = self.profile.stream
+                if stream.keepalive_action and msg.get("action") == stream.keepalive_action:
+                    reply: dict[str, Any] = {"success": True, "subscriptions": []}
+                    _put(reply, stream.keepalive_reply_field, stream.keepalive_reply_value)
                 else:
-                    key = "watchticker#btcbrl"
-                    reply = {
-                        "success": True,
-                        "message": f"Successfully subscribed to channel: {key}",
-                    }
+                    text = expected_confirmation(
+                        "subscribe", "watchticker", {"symbol": "BTC/BRL"}, self.profile
+                    )
+                    reply = {"success": True, "message": text}
                 await ws.send(json.dumps(reply, separators=(",", ":")))
         finally:
             del self.pending[ws]
 
 
 async def test_rotation_drains_the_old_connection_before_closing_it(client: Client) -> None:
-    server = FlushOnMessageServer()
+    server = FlushOnMessageServer(client.profile)
     async with serve(server.handler, "127.0.0.1", 0) as ws_server:
         port = next(iter(ws_server.sockets)).getsockname()[1]
         url = f"ws://127.0.0.1:{port}"
@@ -451,7 +482,8 @@ async def test_rotation_drains_the_old_connection_before_closing_it(client: Clie
             # read before the rotation completed, i.e. before the old connection was closed
             assert server.published
             lasts = [e.last for e in seen if isinstance(e, TickerEvent)]
-            assert json.loads(server.published[0])["message"]["last"] in lasts
+            first = json.loads(server.published[0])["message"]
+            assert get_path(first, client.profile.payloads.ticker_last) in lasts
             kinds = [e.kind for e in seen if isinstance(e, SessionEvent)]
             assert "gap" not in kinds and "disconnected" not in kinds
             assert s.stats.reconnects == 0
@@ -464,6 +496,7 @@ class RevocableAuth(httpx.Auth):
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
+        self.profile = sim.profile
         self.revoked = False
         self.invalidations = 0
         self.signins = 0
@@ -478,19 +511,22 @@ class RevocableAuth(httpx.Auth):
     async def async_token(self, send: Callable[[httpx.Request], Awaitable[Any]]) -> str:
         if self.revoked:
             return "tok_revoked-0123456789"
+        signin = self.profile.signin
         request = httpx.Request(
             "POST",
-            f"{self.sim.base_url}/auth/signin",
-            json={"apiKey": "demo", "apiSecret": "demo-secret"},
+            f"{self.sim.base_url}{signin.path}",
+            json={signin.key_field: "demo", signin.secret_field: "demo-secret"},
         )
         response = await send(request)
         self.signins += 1
-        return str(response.json()["token"])
+        token = get_path(response.json(), signin.token_field)
+        assert token, f"no {signin.token_field!r} in the sign-in answer"
+        return str(token)
 
 
 async def test_reconnect_after_401_forces_a_new_signin(fresh_sim: Simulator) -> None:
     auth = RevocableAuth(fresh_sim)
-    client = Client(fresh_sim.base_url, auth=auth)
+    client = Client(fresh_sim.base_url, auth=auth, profile=fresh_sim.profile)
     try:
         async with client.stream(**FAST) as s:
             await s.subscribe("watchOrders")
@@ -525,7 +561,7 @@ class HeldAuth(RevocableAuth):
 async def test_rotation_too_late_reports_the_gap(fresh_sim: Simulator) -> None:
     fresh_sim.control.set_knobs(ws_max_duration_s=0.5)
     auth = HeldAuth(fresh_sim)
-    client = Client(fresh_sim.base_url, auth=auth)
+    client = Client(fresh_sim.base_url, auth=auth, profile=fresh_sim.profile)
     try:
         async with client.stream(rotate_after=0.2, ping_interval=None, **FAST) as s:
             await s.subscribe("watchOrders")
@@ -581,7 +617,11 @@ async def test_no_token_in_logs_reprs_or_errors(
         tokens = {token, await client.atoken()}
     finally:
         await client.aclose()
-    bad = Client(fresh_sim.base_url, auth=FixedTokenAuth("tok_secret-value-never-logged"))
+    bad = Client(
+        fresh_sim.base_url,
+        auth=FixedTokenAuth("tok_secret-value-never-logged"),
+        profile=fresh_sim.profile,
+    )
     try:
         with pytest.raises(AuthenticationError) as info:
             async with bad.stream(**FAST):
