@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolkit"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_lazy": set(),
+    "_atomic": set(),
     "protocol": {"errors"},
     "profile": {"errors", "protocol"},
     "frames": {"errors", "protocol", "profile", "_lazy"},
@@ -24,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"errors", "protocol", "profile", "stream", "client", "_lazy"},
     "widgets": {"errors", "protocol", "profile", "stream", "recording", "client", "_lazy"},
     "report": {"errors", "protocol", "profile", "frames", "recording", "_lazy"},
+    "store": {"errors", "protocol", "profile", "frames", "client", "recording", "_lazy", "_atomic"},
     # the simulator serves any profile; it imports the client only for sim.client()
     "sim": {"errors", "protocol", "profile", "client"},
     "doctor": {"errors", "protocol", "profile", "stream", "client", "_lazy"},
@@ -36,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "recording",
         "report",
+        "store",
         "sim",
     },
     "cli": {
@@ -48,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "recording",
         "report",
+        "store",
         "widgets",
         "sim",
         "demo",
@@ -62,11 +66,16 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "recording",
         "report",
+        "store",
         "widgets",
         "sim",
         "_lazy",
     },
 }
+# every layer that writes a file writes it through toolkit._atomic (whole or not at all)
+for _unit in ALLOWED:
+    if _unit not in {"errors", "_lazy", "_atomic"}:
+        ALLOWED[_unit].add("_atomic")
 MAX_LINES = 600
 
 

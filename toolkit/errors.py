@@ -19,7 +19,8 @@ the loaders and the CLI. Low-level httpx errors are chained (``raise ... from ex
         └── ServiceUnavailable    503 / other 5xx after every retry
 
 Every error carries ``method``, a redacted ``url`` (never a token or secret), ``status``
-(None when nothing was answered) and ``body`` (text, truncated, scrubbed of secrets).
+(None when nothing was answered), ``body`` (text, truncated, scrubbed of secrets) and
+``order_id`` (the order the call was about, or None).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 class ToolkitError(Exception):
     """Base of every toolkit error.
 
-    ``method``/``url``/``status``/``body`` describe the HTTP exchange when there was one.
+    ``method``/``url``/``status``/``body`` describe the HTTP exchange when there was one;
+    ``order_id`` names the order the call was about, when there is one.
     """
 
     def __init__(
@@ -76,8 +78,10 @@ class ToolkitError(Exception):
         url: object = None,
         status: int | None = None,
         body: str | None = None,
+        order_id: str | None = None,
     ) -> None:
         self.message = message
+        self.order_id = order_id
         self.method = method
         self.url = redact_url(url) if url is not None else None
         self.status = status

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from toolkit._atomic import MANIFEST
 from toolkit.frames._frames import OrderFrames, build_frames
 from toolkit.frames._schema import FRAME_NAMES
 from toolkit.protocol import to_epoch_ms
@@ -449,7 +450,7 @@ def frames(request: pytest.FixtureRequest) -> OrderFrames:
 def test_parquet_round_trip_with_pandas(frames: OrderFrames, tmp_path: Path) -> None:
     paths = frames.to_parquet(tmp_path / "out")
     assert sorted(paths) == sorted(FRAME_NAMES)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name != MANIFEST) == sorted(
         f"{n}.parquet" for n in FRAME_NAMES
     )  # nothing temporary left behind
     back = OrderFrames.read_parquet(tmp_path / "out")
@@ -494,7 +495,9 @@ def test_parquet_is_read_by_duckdb_with_the_same_values(
 
 def test_csv_read_back_by_pandas_and_duckdb(frames: OrderFrames, tmp_path: Path) -> None:
     paths = frames.to_csv(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.csv" for n in FRAME_NAMES)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != MANIFEST) == sorted(
+        f"{n}.csv" for n in FRAME_NAMES
+    )
     text = paths["trades"].read_text()
     header, first = text.splitlines()[:2]
     assert header.split(",")[:3] == ['"orderId"', '"id"', '"takerOrMaker"']

@@ -4,6 +4,8 @@ call of the service, each with a sync twin, plus the loaders and ``stream()``.""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import enum
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
@@ -14,7 +16,7 @@ import httpx
 
 from toolkit.client._auth import TokenAuth
 from toolkit.client._items import ListItems, statuses_for
-from toolkit.client._orders import LimitOrderWrites, _as_order
+from toolkit.client._orders import LimitOrderWrites, checked_order
 from toolkit.client._pagination import Paginator
 from toolkit.client._settings import Settings, mask_key, reject_moved_settings
 from toolkit.client._sync import LoopThread
@@ -29,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.stream._session import StreamSession
 
 T = TypeVar("T")
+#: how long a sync close() waits for a pool of a loop running in another thread
+_CLOSE_WAIT_S = 5.0
 
 
 class ClientState(enum.Enum):
@@ -167,25 +171,26 @@ class Client(LimitOrderWrites):
         self._state = ClientState.OPEN
 
     async def aclose(self) -> None:
-        """Close the connection pools; the client cannot be used afterwards."""
+        """Close every connection pool the client opened (on this loop, on the private
+        loop of the sync calls, on any other running loop); the client cannot be used
+        afterwards."""
         if self._state is ClientState.CLOSED:
             return
         self._state = ClientState.CLOSED
         await self._rest.aclose()
-        loop = self._loop_thread.loop
-        if self._loop_thread.running and loop is not None:
-            if self._loop_thread.in_own_thread():
-                return
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._rest.aclose(), loop))
+        if not self._loop_thread.in_own_thread():
             self._loop_thread.stop()
 
     def close(self) -> None:
-        """Sync twin of :meth:`aclose`."""
+        """Sync twin of :meth:`aclose`. Called inside a running loop (a Jupyter cell), the
+        pool of that loop is closed by a task on it as soon as the cell yields."""
         if self._state is ClientState.CLOSED:
             return
         self._state = ClientState.CLOSED
-        if self._loop_thread.running:
-            self._loop_thread.run(self._rest.aclose())
+        for pending in self._rest.close_from_sync():
+            if isinstance(pending, concurrent.futures.Future):
+                with contextlib.suppress(Exception):
+                    pending.result(timeout=_CLOSE_WAIT_S)
         self._loop_thread.stop()
 
     async def __aenter__(self) -> Client:
@@ -268,6 +273,7 @@ class Client(LimitOrderWrites):
     async def afetch_order_raw(self, order_id: str) -> bytes:
         """The fetchOrder response body as the service sent it."""
         response = await self._fetch(order_id)
+        checked_order(response, validate_order_id(order_id))
         return response.content
 
     async def _fetch(self, order_id: str) -> httpx.Response:
@@ -286,7 +292,7 @@ class Client(LimitOrderWrites):
     async def afetch_order(self, order_id: str) -> dict[str, Any]:
         """The order's current state (``GET /orders/fetchOrder``); OrderNotFound on 404."""
         response = await self._fetch(order_id)
-        return _as_order(decode_json(response), response)
+        return checked_order(response, validate_order_id(order_id))
 
     def fetch_order(self, order_id: str) -> dict[str, Any]:
         return self._run(self.afetch_order(order_id))

@@ -24,6 +24,7 @@ from toolkit.errors import (
 )
 from toolkit.profile import ID_CANDIDATES, find_field
 from toolkit.protocol import (
+    kind_of,
     order_id_path_segment,
     validate_decimal,
     validate_order_id,
@@ -59,6 +60,11 @@ class LimitOrderWrites:
 
         async def afetch_order(self, order_id: str) -> dict[str, Any]: ...
 
+    def _profile_id(self, given: str | None) -> str:
+        """The profile id to send: the one given (even an empty one, which is refused
+        rather than replaced), else the client's."""
+        return validate_profile_id(self._settings.profile_id if given is None else given)
+
     async def acreate_limit_order(
         self,
         symbol: str,
@@ -77,7 +83,7 @@ class LimitOrderWrites:
         Unix seconds when the profile's ``orders.timestamp_unit`` is ``s``, else in ms.
         Never retried on 503 or a network error (it is not idempotent)."""
         body: dict[str, Any] = {
-            "profileId": validate_profile_id(profile_id or self._settings.profile_id),
+            "profileId": self._profile_id(profile_id),
             "symbol": validate_symbol(symbol),
             "side": validate_side(side),
             "limitPrice": validate_decimal(limit_price, "limit_price"),
@@ -142,7 +148,7 @@ class LimitOrderWrites:
         oid = validate_order_id(order_id)
         profile = self._settings.profile
         path = profile.rest.cancel_path.format(order_id=order_id_path_segment(oid))
-        pid = validate_profile_id(profile_id or self._settings.profile_id)
+        pid = self._profile_id(profile_id)
         body: dict[str, Any] = {}
         params: dict[str, str] = {}
         if reason is not None:
@@ -213,7 +219,7 @@ class LimitOrderWrites:
         a single 409). Not found -> NOT_FOUND.
         """
         ids = validate_order_ids(order_ids)
-        pid = validate_profile_id(profile_id or self._settings.profile_id)
+        pid = self._profile_id(profile_id)
         if reason is not None and not isinstance(reason, str):
             raise InvalidRequest(f"reason must be a string, not {reason!r}")
         if not ids:
@@ -286,15 +292,34 @@ def _json_object_or_empty(response: httpx.Response) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def _as_order(payload: object, response: httpx.Response) -> dict[str, Any]:
-    if not isinstance(payload, dict) or not isinstance(payload.get("id"), str):
+def _as_order(
+    payload: object, response: httpx.Response, asked: str | None = None
+) -> dict[str, Any]:
+    """``payload`` as an order body: an object with a string ``id`` (spec 2.4), equal to
+    ``asked`` when the call asked for one order (fetchOrder must not answer another)."""
+    where: dict[str, Any] = {
+        "method": response.request.method,
+        "url": response.request.url,
+        "status": response.status_code,
+        "order_id": asked,
+    }
+    if not isinstance(payload, dict):
+        raise InvalidResponse(f"order response is {kind_of(payload)}, not an object", **where)
+    got = payload.get("id")
+    if not isinstance(got, str):
+        raise InvalidResponse("order response has no string 'id'", **where)
+    if asked is not None and got != asked:
         raise InvalidResponse(
-            "order response is not an object with an 'id'",
-            method=response.request.method,
-            url=response.request.url,
-            status=response.status_code,
+            f"fetchOrder for {asked!r} answered the body of another order ({got!r})", **where
         )
     return payload
+
+
+def checked_order(response: httpx.Response, asked: str) -> dict[str, Any]:
+    """The fetchOrder body of ``response`` for order ``asked``, or InvalidResponse naming
+    the order, the URL and what was wrong (not JSON, nested too deep, not an object, no
+    id, another order's id)."""
+    return _as_order(decode_json(response, order_id=asked), response, asked)
 
 
 def _expires_ms(expires_at: datetime | int | None) -> int:

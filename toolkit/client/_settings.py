@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from toolkit.errors import InvalidRequest, redact_url
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, profile_from_env
+from toolkit.protocol import validate_profile_id
 
 #: where ``toolkit sim`` listens when no port is given
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
@@ -78,8 +79,11 @@ class Settings:
     ``max_pages`` (page budget of one listing, 10000), ``token_renew_margin_s`` (renew this
     long before the token expires, at most a tenth of its lifetime; 30).
 
-    Transport settings: ``concurrency`` (requests in flight, 16), ``timeout`` (seconds per
-    request, 10), ``max_retries`` (5), ``backoff_base_s`` (0.2), ``backoff_max_s`` (10),
+    Transport settings: ``concurrency`` (requests in flight, 16), ``timeout`` (deadline of
+    one attempt in seconds, 10: connecting, sending and reading the whole answer; each
+    retry gets its own), ``max_response_bytes`` (64 MiB: a larger answer, counted after
+    decompression, is refused with InvalidResponse), ``max_retries`` (5),
+    ``backoff_base_s`` (0.2), ``backoff_max_s`` (10),
     ``retry_after_max_s`` (60: a longer Retry-After is not waited for). TLS verification
     is always on.
 
@@ -99,6 +103,7 @@ class Settings:
     backoff_base_s: float = 0.2
     backoff_max_s: float = 10.0
     retry_after_max_s: float = 60.0
+    max_response_bytes: int = 64 * 1024 * 1024
     # client-side choices
     token_renew_margin_s: float = 30.0
     #: page size we ask for; None -> the profile's listing.page_default
@@ -118,10 +123,24 @@ class Settings:
                 f"profile must be a ServiceProfile (e.g. load_profile(path)), not "
                 f"{type(self.profile).__name__}"
             )
-        if self.concurrency < 1:
-            raise InvalidRequest(f"concurrency must be >= 1, not {self.concurrency}")
-        if self.timeout <= 0:
-            raise InvalidRequest(f"timeout must be > 0, not {self.timeout}")
+        if self.profile_id is not None:
+            validate_profile_id(self.profile_id)
+        if (
+            isinstance(self.concurrency, bool)
+            or not isinstance(self.concurrency, int)
+            or self.concurrency < 1
+        ):
+            raise InvalidRequest(f"concurrency must be an int >= 1, not {self.concurrency!r}")
+        if not _finite_positive(self.timeout):
+            raise InvalidRequest(f"timeout must be a finite number > 0, not {self.timeout!r}")
+        if (
+            isinstance(self.max_response_bytes, bool)
+            or not isinstance(self.max_response_bytes, int)
+            or self.max_response_bytes < 1
+        ):
+            raise InvalidRequest(
+                f"max_response_bytes must be an int >= 1, not {self.max_response_bytes!r}"
+            )
         if self.max_retries < 0:
             raise InvalidRequest(f"max_retries must be >= 0, not {self.max_retries}")
         listing = self.profile.listing
@@ -215,6 +234,15 @@ class Settings:
             profile=profile,
             **overrides,
         )
+
+
+def _finite_positive(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value > 0
+        and value != float("inf")
+    )
 
 
 def mask_key(api_key: str | None) -> str | None:

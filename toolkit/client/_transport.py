@@ -4,13 +4,14 @@ timeouts, retries with backoff, and the one place where httpx errors become ours
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import email.utils
 import json
 import logging
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -35,6 +36,7 @@ from toolkit.errors import (
     scrub,
 )
 from toolkit.profile import get_path
+from toolkit.protocol import JsonShapeError, loads_bounded
 
 logger = logging.getLogger("toolkit.rest")
 
@@ -101,10 +103,57 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+class DeadlineExceeded(httpx.TimeoutException):
+    """The whole answer did not arrive within ``settings.timeout`` (a network failure for
+    the retry policy: retried on idempotent requests)."""
+
+
+def _network_message(exc: Exception, attempts: int, timeout: float) -> str:
+    if isinstance(exc, DeadlineExceeded):
+        return (
+            f"no complete answer within timeout={timeout}s (the deadline covers the whole "
+            f"answer) after {attempts} attempt(s)"
+        )
+    return f"network error after {attempts} attempt(s): {type(exc).__name__}"
+
+
+class _NoGate:
+    # hook (issue 14): the gate when no limiter is installed
+    async def __aenter__(self) -> Callable[[int, Any], None]:
+        return lambda status, headers: None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_GATE = _NoGate()
+
+
 @dataclass
 class _Pool:
     client: httpx.AsyncClient
     semaphore: asyncio.Semaphore
+    closer: AsyncGenerator[None, None] | None = None
+
+    async def aclose(self) -> None:
+        closer, self.closer = self.closer, None
+        if closer is not None:
+            await closer.aclose()  # its finally closes the client
+        await self.client.aclose()
+
+
+#: close tasks scheduled by a sync close() inside a running loop, kept until done
+_PENDING_CLOSES: set[asyncio.Task[None]] = set()
+
+
+async def _close_at_loop_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Suspended for the life of a pool: the loop's shutdown (``asyncio.run`` calls
+    ``shutdown_asyncgens``) closes this generator, whose ``finally`` closes the pool, so a
+    client used through several ``asyncio.run()`` calls leaves no connection open."""
+    try:
+        yield
+    finally:
+        await client.aclose()
 
 
 class AsyncRest:
@@ -143,8 +192,11 @@ class AsyncRest:
         #: requests sent, retries made (diagnostics, benchmarks)
         self.sent = 0
         self.retries = 0
+        # hook (issue 14, toolkit.client._concurrency): an adaptive limiter that holds each
+        # send of request() back and observes its answer; None = the fixed semaphore only
+        self.gate: Any = None
 
-    def _pool(self) -> _Pool:
+    async def _pool(self) -> _Pool:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
@@ -161,15 +213,52 @@ class AsyncRest:
                 headers={"User-Agent": "toolkit/0.1"},
                 verify=True,
             )
-            pool = self._pools[loop] = _Pool(client, asyncio.Semaphore(self.settings.concurrency))
+            pool = _Pool(client, asyncio.Semaphore(self.settings.concurrency))
+            pool.closer = _close_at_loop_shutdown(client)
+            # started here, so the loop's async-generator hooks register it: asyncio.run()
+            # (and loop.shutdown_asyncgens()) closes it, and with it this loop's pool
+            await pool.closer.asend(None)
+            self._pools[loop] = pool
         return pool
 
     async def aclose(self) -> None:
-        """Close the pool of the running loop (others close with their loop)."""
-        loop = asyncio.get_running_loop()
-        pool = self._pools.pop(loop, None)
-        if pool is not None:
-            await pool.client.aclose()
+        """Close every pool this client opened: the running loop's here, those of loops
+        running in other threads there (waiting for them), and those of loops already
+        closed were closed at their shutdown (see ``_close_at_loop_shutdown``)."""
+        running = asyncio.get_running_loop()
+        for loop, pool in list(self._pools.items()):
+            self._pools.pop(loop, None)
+            if loop is running:
+                await pool.aclose()
+            elif loop.is_running():
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(pool.aclose(), loop))
+
+    def close_from_sync(self) -> list[concurrent.futures.Future[None] | asyncio.Task[None]]:
+        """Close every pool from synchronous code: a pool of a loop running in another
+        thread is closed there; the pool of a loop running in *this* thread (``close()``
+        called in a Jupyter cell) is closed by a task on it, which runs as soon as the
+        cell yields. Returns what is pending (tests await it)."""
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        pending: list[concurrent.futures.Future[None] | asyncio.Task[None]] = []
+        for loop, pool in list(self._pools.items()):
+            self._pools.pop(loop, None)
+            if loop is here:
+                task = loop.create_task(pool.aclose())
+                _PENDING_CLOSES.add(task)
+                task.add_done_callback(_PENDING_CLOSES.discard)
+                pending.append(task)
+            elif loop.is_running():
+                pending.append(asyncio.run_coroutine_threadsafe(pool.aclose(), loop))
+            elif not loop.is_closed():
+                loop.run_until_complete(pool.aclose())
+        return pending
+
+    def open_pools(self) -> int:
+        """How many connection pools are open (diagnostics, tests)."""
+        return sum(1 for pool in self._pools.values() if not pool.client.is_closed)
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
@@ -177,18 +266,68 @@ class AsyncRest:
         return cap * (0.5 + 0.5 * self._rng())
 
     async def send_unauthenticated(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` as is, without the auth (used to sign in outside a request)."""
-        pool = self._pool()
+        """Send ``request`` as is, without the auth (used to sign in outside a request),
+        under the same deadline and size cap as every request."""
+        pool = await self._pool()
         try:
             async with pool.semaphore:
                 self.sent += 1
-                response = await pool.client.send(request, auth=None)
-                await response.aread()
-                return response
-        except httpx.HTTPError as exc:
+                return await self._exchange(pool, request, auth=None)
+        except (httpx.HTTPError, DeadlineExceeded) as exc:
             raise TransportError(
-                f"network error: {type(exc).__name__}", method=request.method, url=request.url
+                _network_message(exc, 1, self.settings.timeout),
+                method=request.method,
+                url=request.url,
             ) from exc
+
+    async def _exchange(
+        self,
+        pool: _Pool,
+        request: httpx.Request,
+        auth: httpx.Auth | httpx._client.UseClientDefault | None = httpx.USE_CLIENT_DEFAULT,
+    ) -> httpx.Response:
+        """One attempt: send ``request`` and read the whole answer within
+        ``settings.timeout`` seconds (connect, headers and body together: a server that
+        drips bytes cannot hold the call longer), refusing a body that decodes to more
+        than ``settings.max_response_bytes``. Returns a response whose body is read."""
+        cap = self.settings.max_response_bytes
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                response = await pool.client.send(request, auth=auth, stream=True)
+                try:
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > cap:
+                            raise InvalidResponse(
+                                f"answer larger than max_response_bytes={cap} (decoded); "
+                                "raise the setting if the service really sends this much",
+                                method=request.method,
+                                url=request.url,
+                                status=response.status_code,
+                            )
+                        chunks.append(chunk)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise DeadlineExceeded(
+                f"no complete answer within timeout={self.settings.timeout}s", request=request
+            ) from None
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        whole = httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=b"".join(chunks),
+            request=response.request,
+            extensions=response.extensions,
+        )
+        whole.history = response.history
+        return whole
 
     async def request(
         self,
@@ -204,17 +343,19 @@ class AsyncRest:
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
         url = self.settings.base_url + path
-        pool = self._pool()
+        pool = await self._pool()
         attempt = 0
         while True:
             started = time.perf_counter()
             try:
-                async with pool.semaphore:
+                async with self._gate() as report, pool.semaphore:  # hook (issue 14)
                     self.sent += 1
-                    response = await pool.client.request(method, url, params=params, json=json_body)
+                    request = pool.client.build_request(method, url, params=params, json=json_body)
+                    response = await self._exchange(pool, request)
+                    report(response.status_code, response.headers)
             except ToolkitError:
-                raise  # from the auth flow: already ours
-            except httpx.HTTPError as exc:
+                raise  # from the auth flow or the size cap: already ours
+            except (httpx.HTTPError, DeadlineExceeded) as exc:
                 failure = Attempt(method, idempotent, attempt, None, exc)
                 if attempt < self.settings.max_retries and self._retry_policy(failure):
                     delay = self.backoff(attempt)
@@ -226,7 +367,7 @@ class AsyncRest:
                     attempt += 1
                     continue
                 raise TransportError(
-                    f"network error after {attempt + 1} attempt(s): {type(exc).__name__}",
+                    _network_message(exc, attempt + 1, self.settings.timeout),
                     method=method,
                     url=url,
                 ) from exc
@@ -254,6 +395,10 @@ class AsyncRest:
                 attempt += 1
                 continue
             raise self.error(response, route, retries=attempt)
+
+    def _gate(self) -> Any:
+        # hook (issue 14): the installed limiter's slot, or a no-op
+        return self.gate.slot() if self.gate is not None else _NO_GATE
 
     async def _retry_wait(self, delay: float) -> None:
         self.retries += 1
@@ -304,16 +449,19 @@ class AsyncRest:
         return ServiceError(f"{route.value}: unexpected status {status}{suffix}", **kwargs)
 
 
-def decode_json(response: httpx.Response) -> Any:
-    """The JSON body of a success response, or InvalidResponse."""
+def decode_json(response: httpx.Response, *, order_id: str | None = None) -> Any:
+    """The JSON body of a success response (nesting bounded by ``MAX_JSON_DEPTH``), or
+    InvalidResponse saying what the body was."""
     try:
-        return json.loads(response.content)
-    except ValueError as exc:
+        return loads_bounded(response.content)
+    except JsonShapeError as exc:
         raise InvalidResponse(
-            "response body is not JSON",
+            f"response body is {exc}" if str(exc) == "empty body" else f"response body: {exc}",
             method=response.request.method,
             url=response.request.url,
             status=response.status_code,
+            body=response.text[:200],
+            order_id=order_id,
         ) from exc
 
 

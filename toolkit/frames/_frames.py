@@ -17,11 +17,8 @@ from __future__ import annotations
 import html
 import json
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +28,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from toolkit._atomic import MANIFEST, atomic_files, read_manifest
+from toolkit.errors import InvalidRequest
 from toolkit.frames._build import TIMESTAMP, _build_tables
 from toolkit.frames._parse import RawOrder, _bodies, _parse
 from toolkit.frames._schema import FRAME_NAMES, QuoteFields
@@ -105,20 +104,15 @@ def _from_tables(
 # --------------------------------------------------------------------------- export
 
 
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Write through a temporary file in the same directory, then rename over ``path``, so
-    a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def _export_dir(directory: str | os.PathLike[str]) -> Path:
+    """The folder an export goes to, or InvalidRequest before anything is written (an empty
+    path would silently mean the current directory)."""
+    if not isinstance(directory, str | os.PathLike) or not str(os.fspath(directory)).strip():
+        raise InvalidRequest(f"an export needs a folder path, not {directory!r}")
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise InvalidRequest(f"{root} exists and is not a folder")
+    return root
 
 
 def _to_arrow(df: pd.DataFrame) -> pa.Table:
@@ -191,47 +185,51 @@ class OrderFrames:
         """Write ``<name>.parquet`` per frame (zstd) into ``directory``; returns the paths.
 
         Timestamps are ``timestamp[ms, tz=UTC]`` and exact decimals ``decimal128``, so
-        DuckDB, Polars and Spark read the files as they are."""
-        root = Path(directory)
-        root.mkdir(parents=True, exist_ok=True)
-        paths: dict[str, Path] = {}
-        for name, df in self.frames().items():
-            table = _to_arrow(df)
-            if name == "orders":
-                meta = dict(table.schema.metadata or {})
-                meta[_PARQUET_META_KEY] = json.dumps(
-                    {"missing": list(self.missing), "quote_fields": self.quote_fields.to_dict()}
-                ).encode()
-                table = table.replace_schema_metadata(meta)
-            path = root / f"{name}.parquet"
-            _atomic_write(path, partial(pq.write_table, table, compression="zstd"))
-            paths[name] = path
-        return paths
+        DuckDB, Polars and Spark read the files as they are. The set appears whole or not
+        at all: every file is written under a temporary name first (a failure such as a
+        full disk leaves the folder as it was), then renamed into place, and
+        ``_manifest.json`` (written last) lists the files of the complete set."""
+        root = _export_dir(directory)
+        with atomic_files(root) as files:
+            for name, df in self.frames().items():
+                table = _to_arrow(df)
+                if name == "orders":
+                    meta = dict(table.schema.metadata or {})
+                    meta[_PARQUET_META_KEY] = json.dumps(
+                        {"missing": list(self.missing), "quote_fields": self.quote_fields.to_dict()}
+                    ).encode()
+                    table = table.replace_schema_metadata(meta)
+                pq.write_table(table, files.path(f"{name}.parquet"), compression="zstd")
+        return {name: root / f"{name}.parquet" for name in FRAME_NAMES}
 
     def to_csv(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
         """Write ``<name>.csv`` per frame into ``directory``; returns the paths.
 
         UTF-8, a header row, ``,`` separators, ``.`` decimal points, ISO 8601 UTC timestamps
-        (``2026-11-01T12:00:00.123Z``), empty cells for nulls, nested values as JSON text."""
-        root = Path(directory)
-        root.mkdir(parents=True, exist_ok=True)
-        paths: dict[str, Path] = {}
-        for name, df in self.frames().items():
-            table = _to_arrow(df)
-            table = pa.table(
-                {n: _csv_column(table.column(n)) for n in table.column_names}
-                if table.num_columns
-                else {}
-            )
-            path = root / f"{name}.csv"
-            _atomic_write(path, partial(pcsv.write_csv, table))
-            paths[name] = path
-        return paths
+        (``2026-11-01T12:00:00.123Z``), empty cells for nulls, nested values as JSON text.
+        Whole or not at all, like :meth:`to_parquet`."""
+        root = _export_dir(directory)
+        with atomic_files(root) as files:
+            for name, df in self.frames().items():
+                table = _to_arrow(df)
+                table = pa.table(
+                    {n: _csv_column(table.column(n)) for n in table.column_names}
+                    if table.num_columns
+                    else {}
+                )
+                pcsv.write_csv(table, files.path(f"{name}.csv"))
+        return {name: root / f"{name}.csv" for name in FRAME_NAMES}
 
     @classmethod
     def read_parquet(cls, directory: str | os.PathLike[str]) -> OrderFrames:
-        """Read back what :meth:`to_parquet` wrote, with the same dtypes."""
+        """Read back what :meth:`to_parquet` wrote, with the same dtypes. Raises
+        ``ValueError`` when the folder's manifest shows an interrupted export."""
         root = Path(directory)
+        if (root / MANIFEST).exists() and read_manifest(root) is None:
+            raise ValueError(
+                f"{root} holds an incomplete export (its {MANIFEST} does not match the "
+                "files); export again"
+            )
         tables = {name: pq.read_table(root / f"{name}.parquet") for name in FRAME_NAMES}
         meta = (tables["orders"].schema.metadata or {}).get(_PARQUET_META_KEY)
         info = json.loads(meta) if meta else {}

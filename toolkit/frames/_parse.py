@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from toolkit.frames._schema import ORDER, Field, ListOf, QuoteFields, Struct, order_spec
+from toolkit.protocol import JsonShapeError, kind_of, loads_bounded
+from toolkit.protocol._json import bytes_may_nest_deeper
 
 RawOrder = bytes | bytearray | memoryview | str | Mapping[str, Any]
 
@@ -111,6 +113,25 @@ def _bodies(raw_orders: Sequence[RawOrder]) -> list[bytes]:
     return out
 
 
+def _check_shapes(bodies: list[bytes]) -> None:
+    """Refuse, before pyarrow sees them, bodies that are not one JSON object (pyarrow's
+    reader with an explicit schema crashes the process on a bare ``null``) or nest deeper
+    than ``MAX_JSON_DEPTH``. Cheap for ordinary bodies: two byte tests and two counts."""
+    for i, body in enumerate(bodies):
+        text = body.strip()
+        if not (text[:1] == b"{" and text[-1:] == b"}"):
+            try:
+                what = f"not a JSON object but {kind_of(loads_bounded(text))}"
+            except JsonShapeError as exc:
+                what = "empty" if not text else str(exc).replace("not JSON", "not valid JSON", 1)
+            raise ValueError(f"order #{i} is {what}")
+        if bytes_may_nest_deeper(text):
+            try:
+                loads_bounded(text)
+            except JsonShapeError as exc:
+                raise ValueError(f"order #{i}: {exc}") from None
+
+
 def _join(bodies: list[bytes]) -> bytes:
     data = b"\n".join(bodies)
     if data.count(b"\n") != len(bodies) - 1:
@@ -139,6 +160,7 @@ def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
     schema = wire_schema(fields)
     if not bodies:
         return schema.empty_table()
+    _check_shapes(bodies)
     try:
         table = _read(_join(bodies), schema)
         if table.num_rows != len(bodies):
@@ -288,6 +310,8 @@ def _repair(
     for i, body in enumerate(bodies):
         try:
             doc = json.loads(body, parse_float=Decimal)
+        except RecursionError:
+            raise ValueError(f"order #{i}: JSON nested too deep") from None
         except ValueError as exc:
             raise ValueError(f"order #{i} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):

@@ -1,8 +1,16 @@
 """Sans-I/O rules of the service shared by every side: statuses and their case, input
-validation, timestamps. Imports only ``toolkit.errors``; no I/O, no heavy libraries."""
+validation, bounded JSON, timestamps. Imports only ``toolkit.errors``; no I/O, no heavy
+libraries."""
 
 from __future__ import annotations
 
+from toolkit.protocol._json import (
+    MAX_JSON_DEPTH,
+    JsonShapeError,
+    kind_of,
+    loads_bounded,
+    parse_object,
+)
 from toolkit.protocol._statuses import (
     ACTIVE,
     ALL_LIMIT_STATUSES,
@@ -33,15 +41,20 @@ __all__ = [
     "ACTIVE",
     "ALL_LIMIT_STATUSES",
     "FINALIZED",
+    "MAX_JSON_DEPTH",
     "MAX_ORDER_ID_LENGTH",
     "TERMINAL",
     "VALID_STATUS_VALUES",
+    "JsonShapeError",
     "LimitStatus",
     "MarketStatus",
     "StatusShortcut",
     "canonical_status",
     "is_terminal",
+    "kind_of",
+    "loads_bounded",
     "order_id_path_segment",
+    "parse_object",
     "to_epoch_ms",
     "validate_decimal",
     "validate_limit",

@@ -1,0 +1,110 @@
+"""Exports appear whole or not at all: each file goes through a temporary name, fsync and
+rename; a failure mid-set (a full disk) leaves the previous set untouched and no
+temporary file behind; the manifest written last tells a complete set; an empty path is
+refused before anything is written."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit import _atomic
+from toolkit._atomic import MANIFEST, read_manifest
+from toolkit.errors import InvalidRequest
+from toolkit.frames._frames import OrderFrames, build_frames
+from toolkit.frames._schema import FRAME_NAMES
+
+BODY = b'{"id": "o-%d", "symbol": "BTC/BRL", "status": "closed", "type": "market"}'
+
+
+def _frames(n: int) -> OrderFrames:
+    return build_frames([BODY % i for i in range(n)])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_every_file_is_fsynced_before_its_rename_and_the_manifest_comes_last(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = _atomic.fsync_path, os.replace
+
+    def fsync(path: Any) -> None:
+        events.append(("fsync", Path(path).name))
+        real_fsync(path)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append(("replace", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_atomic, "fsync_path", fsync)
+    monkeypatch.setattr(_atomic.os, "replace", replace)
+    getattr(_frames(2), f"to_{fmt}")(tmp_path)
+    renamed = [name for kind, name in events if kind == "replace"]
+    assert renamed == [f"{n}.{fmt}" for n in FRAME_NAMES] + [MANIFEST]
+    member_fsyncs = [
+        i
+        for i, (kind, name) in enumerate(events)
+        if kind == "fsync" and name.startswith(".") and not name.startswith(f".{MANIFEST}")
+    ]
+    first_rename = events.index(("replace", f"{FRAME_NAMES[0]}.{fmt}"))
+    # every member's temporary file was fsynced before the first rename
+    assert len(member_fsyncs) == len(FRAME_NAMES) and max(member_fsyncs) < first_rename
+    assert read_manifest(tmp_path) is not None
+
+
+@pytest.mark.parametrize(("fmt", "writer"), [("parquet", pq), ("csv", pcsv)])
+def test_a_full_disk_mid_export_leaves_the_previous_set_whole(
+    tmp_path: Path, fmt: str, writer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _frames(3)
+    getattr(old, f"to_{fmt}")(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    name = "write_table" if fmt == "parquet" else "write_csv"
+    real = getattr(writer, name)
+    calls = [0]
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 3:  # the third file of five
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(writer, name, failing)
+    with pytest.raises(OSError, match="No space left"):
+        getattr(_frames(7), f"to_{fmt}")(tmp_path)
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert after == before  # the old set, byte for byte; no temporary file left
+    assert read_manifest(tmp_path) is not None
+    if fmt == "parquet":
+        assert len(OrderFrames.read_parquet(tmp_path).orders) == 3
+
+
+def test_read_parquet_refuses_a_set_whose_manifest_does_not_match(tmp_path: Path) -> None:
+    _frames(2).to_parquet(tmp_path)
+    (tmp_path / "orders.parquet").write_bytes(b"truncated")
+    with pytest.raises(ValueError, match="incomplete export"):
+        OrderFrames.read_parquet(tmp_path)
+
+
+@pytest.mark.parametrize("path", ["", "   "])
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_an_empty_path_is_refused_before_anything_is_written(
+    tmp_path: Path, path: str, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidRequest, match="folder path"):
+        getattr(_frames(1), f"to_{fmt}")(path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_in_place_of_the_folder_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.write_text("x")
+    with pytest.raises(InvalidRequest, match="not a folder"):
+        _frames(1).to_parquet(target)

@@ -1,0 +1,146 @@
+"""Files that appear whole or not at all: write under a temporary name in the same folder,
+fsync, rename over the target, fsync the folder. Used by every writer of the toolkit
+(exports, report, profiles, recording files, the order store).
+
+A set of files (an export) goes through :func:`atomic_files`: every member is written to
+a temporary name first, so a failure (a full disk) leaves the previous set untouched;
+only then are they renamed into place, and a manifest naming each member with its size is
+written last, so a reader can tell a complete set from an interrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+MANIFEST = "_manifest.json"
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """fsync a file or a folder by path (a folder: its entries are durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_name(path: Path) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp)`` to fill a temporary file beside ``path``, then fsync it and
+    rename it over ``path``; on any error the temporary file is removed and ``path`` is
+    left as it was. Returns ``path``."""
+    target = Path(path)
+    tmp = _temp_name(target)
+    try:
+        write(tmp)
+        fsync_path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # some filesystems refuse a directory fsync
+        fsync_path(target.parent)
+    return target
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` whole or not at all."""
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding=encoding))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` whole or not at all."""
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+class FileSet:
+    """The members of a set being written by :func:`atomic_files`: ``path(name)`` gives
+    the temporary path to write member ``name`` to."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._tmp: dict[str, Path] = {}
+
+    def path(self, name: str) -> Path:
+        """The temporary path to write member ``name`` (a file name in the folder) to."""
+        if not name or Path(name).name != name or name == MANIFEST:
+            raise ValueError(f"not a member file name: {name!r}")
+        if name not in self._tmp:
+            self._tmp[name] = _temp_name(self.directory / name)
+        return self._tmp[name]
+
+    def _discard(self) -> None:
+        for tmp in self._tmp.values():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _commit(self) -> dict[str, Path]:
+        for tmp in self._tmp.values():
+            fsync_path(tmp)
+        manifest = self.directory / MANIFEST
+        # the old manifest goes first: a set caught between renames has none
+        with contextlib.suppress(FileNotFoundError):
+            manifest.unlink()
+        final: dict[str, Path] = {}
+        sizes: dict[str, int] = {}
+        for name, tmp in self._tmp.items():
+            target = self.directory / name
+            os.replace(tmp, target)
+            final[name] = target
+            sizes[name] = target.stat().st_size
+        atomic_write_text(manifest, json.dumps({"complete": True, "files": sizes}, indent=1))
+        return final
+
+
+@contextlib.contextmanager
+def atomic_files(directory: str | os.PathLike[str]) -> Iterator[FileSet]:
+    """Write a set of files into ``directory`` whole or not at all.
+
+    Inside the block, write each member to ``files.path(name)``. If the block raises,
+    every temporary file is removed and the folder is left as it was. Otherwise every
+    member is fsynced and renamed into place, then ``_manifest.json`` lists the members
+    with their sizes (see :func:`read_manifest`)."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    files = FileSet(root)
+    try:
+        yield files
+    except BaseException:
+        files._discard()
+        raise
+    try:
+        files._commit()
+    except BaseException:
+        files._discard()
+        raise
+
+
+def read_manifest(directory: str | os.PathLike[str]) -> dict[str, int] | None:
+    """The members and sizes of the set in ``directory`` if its manifest says it is
+    complete and every member has the size written; ``None`` otherwise."""
+    path = Path(directory) / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("complete") is not True:
+        return None
+    files = data.get("files")
+    if not isinstance(files, dict):
+        return None
+    for name, size in files.items():
+        member = Path(directory) / str(name)
+        if not member.is_file() or member.stat().st_size != size:
+            return None
+    return {str(k): int(v) for k, v in files.items()}
