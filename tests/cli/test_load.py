@@ -79,7 +79,7 @@ def test_errors_are_one_clean_line(
 ) -> None:
     code = main(["load", "--status", "open", "--out", str(tmp_path / "x"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown status 'open'" in err and "Traceback" not in err
+    assert code == 1 and "unknown status 'open'" in err and "Traceback" not in err
     assert not (tmp_path / "x").exists()
 
 
@@ -91,7 +91,7 @@ def test_sandbox_without_urls_is_a_clear_error(
 ) -> None:
     monkeypatch.delenv("TOOLKIT_BASE_URL")
     code = main(["load", "--env", "sandbox", "--out", str(tmp_path)])
-    assert code == 2 and "TOOLKIT_BASE_URL" in capsys.readouterr().err
+    assert code == 1 and "TOOLKIT_BASE_URL" in capsys.readouterr().err
 
 
 def test_env_and_ids_file_parsing(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_ids_from_a_missing_recording_is_a_clean_error(
     env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["load", "--ids-from", str(tmp_path / "nope"), "--out", str(tmp_path)])
-    assert code == 2
+    assert code == 1
     assert "no recording" in capsys.readouterr().err
 
 
@@ -150,6 +150,6 @@ def test_profile_flag_wins_over_the_environment(
     monkeypatch.setenv("TOOLKIT_PROFILE", str(bogus))
     out = tmp_path / "out"
     args = ["load", "--status", "ACTIVE", "--out", str(out), "--no-progress"]
-    assert main(args) == 2 and "signin.path" in capsys.readouterr().err
+    assert main(args) == 1 and "signin.path" in capsys.readouterr().err
     assert main([*args, "--profile", str(service_profile_file)]) == 0
     assert (out / "orders.parquet").exists()

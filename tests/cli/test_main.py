@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 
 from toolkit.cli import COMMANDS, build_parser, main
+from toolkit.cli._errors import describe
+from toolkit.errors import InvalidRequest
 
 
 def test_every_subcommand_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
@@ -14,10 +20,79 @@ def test_every_subcommand_is_registered(capsys: pytest.CaptureFixture[str]) -> N
     text = capsys.readouterr().out
     for name in ("demo", "sim", "load", "record", "report"):
         assert name in text
-    assert [name for name, _ in COMMANDS] == ["demo", "sim", "load", "record", "report", "doctor"]
+    names = [name for name, _ in COMMANDS]
+    assert {"demo", "sim", "load", "record", "report", "doctor"} <= set(names)
+    assert len(names) == len(set(names))
 
 
 def test_a_command_is_required() -> None:
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args([])
     assert exc.value.code == 2
+
+
+def test_version() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+
+
+def test_a_user_error_is_one_line_and_debug_shows_the_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "nope"
+    assert main(["report", "--orders", str(missing), "--out", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "toolkit report: error:" in err
+    with pytest.raises(InvalidRequest):
+        main(["--debug", "report", "--orders", str(missing), "--out", str(tmp_path / "r.html")])
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EROFS, "read-only"),
+        (errno.EACCES, "permission denied"),
+        (errno.EADDRINUSE, "choose another --port"),
+    ],
+)
+def test_environment_errors_say_what_where_and_what_to_do(code: int, hint: str) -> None:
+    text = describe(OSError(code, os.strerror(code), "/data/rec"))
+    assert "/data/rec" in text and hint in text
+
+
+def test_record_on_a_full_disk_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.recording._recorder import Recorder
+
+    async def full(self: Recorder, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "rec"))
+
+    monkeypatch.setattr(Recorder, "run", full)
+    monkeypatch.setenv("TOOLKIT_ENV", "local")
+    code = main(["record", "--out", str(tmp_path / "rec"), "--duration", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "No space left on device" in err and "the disk is full" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["load", "--out", ""],
+        ["load", "--out", "x", "--concurrency", "0"],
+        ["record", "--out", "  "],
+        ["report", "--orders", "o", "--out", ""],
+        ["sim", "--knob", "latency_ms=abc"],
+        ["sim", "--knob", "listing_503_rate=7"],
+        ["sim", "--knob", "latency_ms=-5"],
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err

@@ -61,8 +61,9 @@ def test_report_command_with_an_empty_market_root(export_dir: Path, tmp_path: Pa
 
 def test_report_command_errors_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.html"
-    assert main(["report", "--orders", str(tmp_path / "nope"), "--out", str(out)]) == 2
-    assert "is not a directory" in capsys.readouterr().err
-    assert main(["report", "--orders", str(tmp_path), "--out", str(out)]) == 2
+    assert main(["report", "--orders", str(tmp_path / "nope"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "is not a folder" in err and "Traceback" not in err
+    assert main(["report", "--orders", str(tmp_path), "--out", str(out)]) == 1
     assert "no orders.parquet" in capsys.readouterr().err
     assert not out.exists()

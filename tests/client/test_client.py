@@ -80,16 +80,17 @@ def test_from_env_takes_a_profile_and_keeps_the_local_default(
     tmp_path: pathlib.Path,
 ) -> None:
     alt = load_profile(ALT)
-    with Client.from_env({}, profile=alt) as client:
+    local = {"TOOLKIT_ENV": "local"}
+    with Client.from_env(local, profile=alt) as client:
         assert client.profile is alt
-        assert client.settings.base_url == DEFAULT_LOCAL_URL  # no TOOLKIT_BASE_URL, no ENV
+        assert client.settings.base_url == DEFAULT_LOCAL_URL  # TOOLKIT_ENV=local, no URL
         assert client.settings.page_size == alt.listing.page_default
-    with Client.from_env({"TOOLKIT_PROFILE": str(ALT)}) as client:
+    with Client.from_env({**local, "TOOLKIT_PROFILE": str(ALT)}) as client:
         assert client.profile == alt
-    with Client.from_env({}) as client:
+    with Client.from_env(local) as client:
         assert client.profile is DEFAULT_PROFILE and client.settings.page_size == 50
     with pytest.raises(InvalidRequest, match="profile file not found"):
-        Client.from_env({"TOOLKIT_PROFILE": str(tmp_path / "missing.toml")})
+        Client.from_env({**local, "TOOLKIT_PROFILE": str(tmp_path / "missing.toml")})
 
 
 def test_page_size_follows_the_profile_bounds() -> None:

@@ -20,7 +20,7 @@ from toolkit.profile import DEFAULT_PROFILE
 
 
 def test_local_defaults_to_the_simulator_address() -> None:
-    s = Settings.from_env({})
+    s = Settings.from_env({"TOOLKIT_ENV": "local"})
     assert s.environment is Environment.LOCAL
     assert s.base_url == DEFAULT_LOCAL_URL
     assert s.ws_url == "ws://127.0.0.1:8765"
@@ -59,7 +59,7 @@ def test_overrides_win_and_unknown_settings_are_refused() -> None:
     s = Settings.from_env({"TOOLKIT_BASE_URL": "http://a:1"}, base_url="http://b:2", page_size=7)
     assert s.base_url == "http://b:2" and s.page_size == 7
     with pytest.raises(InvalidRequest, match="unknown setting"):
-        Settings.from_env({}, page_sise=7)
+        Settings.from_env({"TOOLKIT_ENV": "local"}, page_sise=7)
 
 
 @pytest.mark.parametrize(
@@ -99,13 +99,21 @@ def test_assumptions_live_in_the_profile_not_in_settings() -> None:
 def test_from_env_reads_toolkit_profile(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text('name = "mine"\n[rest]\nfetch_order_param = "id"\n')
-    s = Settings.from_env({"TOOLKIT_PROFILE": str(path)})
+    s = Settings.from_env({"TOOLKIT_ENV": "local", "TOOLKIT_PROFILE": str(path)})
     assert s.profile.name == "mine" and s.profile.rest.fetch_order_param == "id"
     # a profile given wins over the variable
-    assert Settings.from_env({"TOOLKIT_PROFILE": str(path)}, profile=DEFAULT_PROFILE).profile is (
-        DEFAULT_PROFILE
-    )
-    assert Settings.from_env({}).profile is DEFAULT_PROFILE
+    local = {"TOOLKIT_ENV": "local"}
+    assert Settings.from_env(
+        {**local, "TOOLKIT_PROFILE": str(path)}, profile=DEFAULT_PROFILE
+    ).profile is (DEFAULT_PROFILE)
+    assert Settings.from_env(local).profile is DEFAULT_PROFILE
+
+
+def test_nothing_set_is_an_error_naming_the_variables() -> None:
+    # before: a client for 127.0.0.1:8765 without credentials, failing later elsewhere
+    with pytest.raises(InvalidRequest, match="TOOLKIT_BASE_URL") as info:
+        Settings.from_env({})
+    assert "TOOLKIT_ENV=local" in str(info.value) and "TOOLKIT_API_KEY" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,25 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--concurrency 0`` is refused, not ignored)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def path_arg(text: str) -> Path:
+    """An argparse type: a non-empty path (an empty one would silently mean the current
+    directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
+    return Path(text)
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
     values: dict[str, str] = {}

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from toolkit.cli._connect import add_connection_arguments, client_from_args
+from toolkit.cli._errors import describe
 from toolkit.errors import ToolkitError
 
 
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
             )
             print(f"observed profile written to {path}")
     except (ToolkitError, OSError) as exc:
-        print(f"toolkit doctor: error: {exc}", file=sys.stderr)
+        if getattr(args, "debug", False):
+            raise
+        print(f"toolkit doctor: error: {describe(exc)}", file=sys.stderr)
         return 2
     return 0 if diagnosis.ok else 1

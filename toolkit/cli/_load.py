@@ -4,13 +4,18 @@ CSV files, configured from the environment like ``Client.from_env()``."""
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args
-from toolkit.errors import InvalidRequest, ToolkitError
+from toolkit.cli._connect import (
+    ENV_HELP,
+    add_connection_arguments,
+    client_from_args,
+    path_arg,
+    positive_int,
+)
+from toolkit.errors import InvalidRequest
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_connection_arguments(parser)
     parser.add_argument("--profile-id", help="profile id (TOOLKIT_PROFILE_ID)")
-    parser.add_argument("--concurrency", type=int, help="requests in flight (default 16)")
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
+    parser.add_argument("--out", type=path_arg, required=True, help="output directory")
     parser.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     parser.add_argument("--exact", action="store_true", help="exact decimals (decimal128)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -56,38 +61,34 @@ def read_ids_file(path: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
-    try:
-        options: dict[str, object] = {}
-        if args.profile_id:
-            options["profile_id"] = args.profile_id
-        if args.concurrency:
-            options["concurrency"] = args.concurrency
-        status = ",".join(args.status) if args.status else None
-        ids = read_ids_file(args.ids_file) if args.ids_file is not None else None
-        if args.ids_from is not None:
-            from toolkit.recording._read import order_ids_in_recording
+    options: dict[str, object] = {}
+    if args.profile_id:
+        options["profile_id"] = args.profile_id
+    if args.concurrency is not None:
+        options["concurrency"] = args.concurrency
+    status = ",".join(args.status) if args.status else None
+    ids = read_ids_file(args.ids_file) if args.ids_file is not None else None
+    if args.ids_from is not None:
+        from toolkit.recording._read import order_ids_in_recording
 
-            if not args.ids_from.is_dir():
-                raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
-            ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
-        started = time.perf_counter()
-        with client_from_args(args, environ, **options) as client:
-            frames = client.load_orders(
-                status=status,
-                since=args.since,
-                until=args.until,
-                symbols=args.symbols,
-                ids=ids,
-                exact=args.exact,
-                progress=not args.no_progress,
-            )
-            source = client.settings.base_url
-        elapsed = time.perf_counter() - started
-        writer = frames.to_parquet if args.format == "parquet" else frames.to_csv
-        writer(args.out)
-    except (ToolkitError, OSError) as exc:
-        print(f"toolkit load: error: {exc}", file=sys.stderr)
-        return 2
+        if not args.ids_from.is_dir():
+            raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
+        ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
+    started = time.perf_counter()
+    with client_from_args(args, environ, **options) as client:
+        frames = client.load_orders(
+            status=status,
+            since=args.since,
+            until=args.until,
+            symbols=args.symbols,
+            ids=ids,
+            exact=args.exact,
+            progress=not args.no_progress,
+        )
+        source = client.settings.base_url
+    elapsed = time.perf_counter() - started
+    writer = frames.to_parquet if args.format == "parquet" else frames.to_csv
+    writer(args.out)
     missing = f", {len(frames.missing)} missing" if frames.missing else ""
     print(
         f"loaded {len(frames.orders)} orders ({len(frames.trades)} trades, "

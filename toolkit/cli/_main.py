@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Sequence
+
+from toolkit.cli._errors import ERROR_STATUS, describe, is_user_error
 
 # (subcommand, module that defines ``register(subparsers)``)
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -24,14 +27,41 @@ def build_parser() -> argparse.ArgumentParser:
         description="Notebook toolkit for the trading service: simulator, loaders, "
         "recorder, execution-quality report.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of an error instead of one line",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for _name, module_name in COMMANDS:
         importlib.import_module(module_name).register(sub)
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolkit")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A mistake of the user or the environment (a ``ToolkitError``, an
+    ``OSError`` such as a full disk or a busy port) prints one line and exits 1; with
+    ``--debug`` it raises with its traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    result: int | None = args.func(args)
+    try:
+        result: int | None = args.func(args)
+    except KeyboardInterrupt:
+        print(f"toolkit {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug or not is_user_error(exc):
+            raise
+        print(f"toolkit {args.command}: error: {describe(exc)}", file=sys.stderr)
+        return ERROR_STATUS
     return int(result or 0)

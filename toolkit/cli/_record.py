@@ -8,13 +8,11 @@ import asyncio
 import contextlib
 import signal
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
-from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args
-from toolkit.errors import ToolkitError
+from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args, path_arg
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
-from toolkit.recording._writer import RecorderBusy, RecorderStats
+from toolkit.recording._writer import RecorderStats
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="watchOrders, watchTicker:BASE/QUOTE, watchTickers[:priority], watchBalance; "
         f"repeatable (default: {' '.join(DEFAULT_CHANNELS)})",
     )
-    parser.add_argument("--out", type=Path, required=True, help="root of the recording")
+    parser.add_argument("--out", type=path_arg, required=True, help="root of the recording")
     parser.add_argument("--duration", type=float, help="seconds to record (default: until stopped)")
     add_connection_arguments(parser)
     parser.add_argument(
@@ -116,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
     status = None if args.quiet else StatusLine(sys.stderr)
     try:
         stats = asyncio.run(_record(args, status))
-    except (ToolkitError, RecorderBusy, ValueError) as exc:
+    except BaseException:
+        # the dispatcher prints the one-line error (toolkit.cli._errors)
         if status is not None:
             status.done()
-        print(f"toolkit record: {exc}", file=sys.stderr)
-        return 1
+        raise
     if status is not None:
         status.done()
     print(

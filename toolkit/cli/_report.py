@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from toolkit.cli._connect import path_arg
 
 FRAME_FILES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
 
@@ -35,9 +36,10 @@ def register(subparsers: Any) -> None:
         help="root of a recording with the watchticker channel (enables arrival slippage "
         "and markouts)",
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument("--out", type=path_arg, required=True, metavar="FILE", help="HTML file to write")
     p.add_argument(
         "--tables",
+        type=path_arg,
         metavar="DIR",
         help="also write every metric table to DIR/<name>.parquet",
     )
@@ -70,22 +72,17 @@ def load_frames(directory: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from toolkit.errors import InvalidRequest
     from toolkit.report import execution_report
 
     orders_dir = Path(args.orders)
     if not orders_dir.is_dir():
-        print(f"toolkit report: {orders_dir} is not a directory", file=sys.stderr)
-        return 2
-    try:
-        frames = load_frames(orders_dir)
-    except FileNotFoundError as exc:
-        print(f"toolkit report: {exc}", file=sys.stderr)
-        return 2
+        raise InvalidRequest(f"--orders {orders_dir} is not a folder of exported frames")
+    frames = load_frames(orders_dir)
     market = None
     if args.market:
         if not Path(args.market).is_dir():
-            print(f"toolkit report: {args.market} is not a directory", file=sys.stderr)
-            return 2
+            raise InvalidRequest(f"--market {args.market} is not a recording folder")
         from toolkit.recording._read import read_recording
 
         market = read_recording(args.market, channel="watchticker")

@@ -251,8 +251,9 @@ class Client(LimitOrderWrites):
             token: str = await hook(self._rest.send_unauthenticated)
             return token
         raise InvalidRequest(
-            "no way to obtain an operational token: give api_key/api_secret, or an auth= "
-            "object with an async_token(send) method"
+            "no way to obtain an operational token: set TOOLKIT_API_KEY and "
+            "TOOLKIT_API_SECRET (or give api_key=/api_secret=), or an auth= object with an "
+            "async_token(send) method"
         )
 
     def token(self) -> str:

@@ -189,13 +189,15 @@ class Settings:
         TOOLKIT_API_SECRET, TOOLKIT_PROFILE_ID and TOOLKIT_PROFILE (a profile TOML path,
         read when no ``profile=`` is given); keyword ``overrides`` win.
 
-        TOOLKIT_ENV is ``local`` (default; base URL defaults to the simulator's
+        TOOLKIT_ENV is ``local`` (the base URL then defaults to the simulator's
         http://127.0.0.1:8765), ``sandbox`` or ``production``. We know no built-in address
-        of the service's environments, so those two require TOOLKIT_BASE_URL.
+        of the service's environments, so those two require TOOLKIT_BASE_URL; with neither
+        TOOLKIT_ENV nor TOOLKIT_BASE_URL set, InvalidRequest names the variables to set.
         """
         env = os.environ if environ is None else environ
         reject_moved_settings(overrides)
-        raw_env = overrides.pop("environment", None) or env.get("TOOLKIT_ENV") or "local"
+        chosen_env = overrides.pop("environment", None) or env.get("TOOLKIT_ENV")
+        raw_env = chosen_env or "local"
         try:
             environment = Environment(str(raw_env).strip().lower())
         except ValueError:
@@ -209,6 +211,14 @@ class Settings:
                     f"TOOLKIT_ENV={environment.value} needs TOOLKIT_BASE_URL (and "
                     "TOOLKIT_WS_URL): the toolkit has no built-in address for the "
                     f"{environment.value} environment"
+                )
+            if not chosen_env:
+                # nothing set at all: a silent client for 127.0.0.1 would fail later and
+                # far from the cause
+                raise InvalidRequest(
+                    "no service configured: set TOOLKIT_BASE_URL (and TOOLKIT_WS_URL, "
+                    "TOOLKIT_API_KEY, TOOLKIT_API_SECRET) for the service, or "
+                    f"TOOLKIT_ENV=local for the simulator at {DEFAULT_LOCAL_URL}"
                 )
             base_url = DEFAULT_LOCAL_URL
         ws_url = overrides.pop("ws_url", None) or env.get("TOOLKIT_WS_URL") or ""

@@ -429,7 +429,8 @@ class AsyncRest:
             return BadRequest(f"{route.value}: the service refused the input{suffix}", **kwargs)
         if status == 401:
             why = (
-                "no credentials: give api_key/api_secret or auth="
+                "no credentials: set TOOLKIT_API_KEY and TOOLKIT_API_SECRET, or give "
+                "api_key=/api_secret= or auth="
                 if self.auth is None
                 else "the token was refused, also after a fresh sign-in"
             )

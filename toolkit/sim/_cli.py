@@ -11,7 +11,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-from toolkit.sim._knobs import Knobs
+from toolkit.sim._knobs import Knobs, check_knob
 
 
 def parse_knob(text: str) -> tuple[str, Any]:
@@ -27,7 +27,10 @@ def parse_knob(text: str) -> tuple[str, Any]:
         value: Any = json.loads(raw)
     except ValueError:
         value = raw
-    return name, value
+    try:
+        return name, check_knob(name, value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -75,15 +75,96 @@ class Knobs:
         return knobs
 
     def update(self, **changes: Any) -> None:
+        """Set knobs; every value is checked by type and range first (ValueError naming
+        the knob, nothing changed), so a bad one fails at start or on ``PATCH``, never as
+        500s on every request afterwards."""
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
             raise ValueError(f"unknown simulator knob(s): {', '.join(unknown)}")
-        for name, value in changes.items():
+        checked = {name: check_knob(name, value) for name, value in changes.items()}
+        for name, value in checked.items():
             setattr(self, name, value)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _number(name: str, value: Any, low: float, high: float, *, low_open: bool) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"knob {name} must be a number, not {value!r}")
+    number = float(value)
+    too_low = number <= low if low_open else number < low
+    if number != number or too_low or number > high:
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        upper = "" if high == float("inf") else f" and <= {high:g}"
+        raise ValueError(f"knob {name} must be {bound}{upper}, not {value!r}")
+    return value
+
+
+def _integer(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"knob {name} must be an integer >= {low}, not {value!r}")
+    return value
+
+
+_INF = float("inf")
+#: knob -> (kind, lower bound, lower bound excluded, upper bound)
+_NUMBERS: dict[str, tuple[float, bool, float]] = {
+    "latency_ms": (0, False, 600_000),
+    "listing_503_rate": (0, False, 1),
+    "listing_lag_s": (0, False, _INF),
+    "token_ttl_s": (0, False, _INF),  # 0: every token is born expired (tests use it)
+    "ws_max_duration_s": (0, True, _INF),
+    "ws_idle_limit_s": (0, True, _INF),
+    "tick_interval_s": (0, True, _INF),
+    "order_interval_s": (0, False, _INF),
+    "cancel_completion_s": (0, False, _INF),
+    "execution_step_s": (0, True, _INF),
+    "rearm_rate": (0, False, 1),
+}
+_INTEGERS: dict[str, int] = {
+    "seed": 0,
+    "history_orders": 0,
+    "page_default": 1,
+    "page_max": 1,
+    "page_min": 1,
+    "batch_cancel_max": 1,
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "limit_events": ("all", "outcome_only"),
+    "status_case": ("mixed", "upper", "lower"),
+}
+
+
+def check_knob(name: str, value: Any) -> Any:
+    """``value`` if it fits knob ``name`` (type and range), else ValueError naming both."""
+    if name in _NUMBERS:
+        low, low_open, high = _NUMBERS[name]
+        return _number(name, value, low, high, low_open=low_open)
+    if name in _INTEGERS:
+        return _integer(name, value, _INTEGERS[name])
+    if name in _CHOICES:
+        if value not in _CHOICES[name]:
+            raise ValueError(
+                f"knob {name} must be one of {', '.join(_CHOICES[name])}, not {value!r}"
+            )
+        return value
+    if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine"):
+        if not isinstance(value, bool):
+            raise ValueError(f"knob {name} must be true or false, not {value!r}")
+        return value
+    if name == "rate_limit_per_s":
+        return None if value is None else _number(name, value, 0, _INF, low_open=True)
+    if name == "service_name":
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"knob {name} must be a non-empty string, not {value!r}")
+        return value
+    if name == "extra":
+        if not isinstance(value, dict):
+            raise ValueError(f"knob extra must be an object, not {value!r}")
+        return value
+    return value
 
 
 def profile_knobs(profile: ServiceProfile) -> dict[str, Any]:

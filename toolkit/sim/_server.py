@@ -78,9 +78,10 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.bind((host, port))
         sock.listen(128)
-    except OSError:
+    except OSError as exc:
         sock.close()
-        raise
+        # name the address: "Address already in use" alone does not say which
+        raise OSError(exc.errno, exc.strerror or str(exc), f"{host}:{port}") from exc
     sock.set_inheritable(True)
     return sock
 
