@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit bench clean
+.PHONY: install demo test lint typecheck unit docs bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,8 +18,8 @@ demo: install
 	$(VENV)/bin/toolkit demo --out out/demo
 
 lint: install
-	$(VENV)/bin/ruff check toolkit tests bench tools
-	$(VENV)/bin/ruff format --check toolkit tests bench tools
+	$(VENV)/bin/ruff check toolkit tests bench tools docs/tools
+	$(VENV)/bin/ruff format --check toolkit tests bench tools docs/tools
 	$(PY) tools/strip_notebooks.py --check
 
 typecheck: install
@@ -28,7 +28,14 @@ typecheck: install
 unit: install
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck unit
+# the documentation site into out/site (offline; a warning is an error). It renders the
+# notebooks executed by `unit` (out/notebooks/) and runs any that are missing or stale.
+# Run from out/ so the notebook plugin's cache (.cache/) lands there too.
+docs: install
+	mkdir -p out
+	cd out && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict --quiet -f ../mkdocs.yml
+
+test: lint typecheck unit docs
 
 bench: install
 	$(PY) bench/run_all.py

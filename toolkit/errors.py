@@ -63,6 +63,24 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
     return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1" + _REDACTED, text)
 
 
+def say_once(message: str) -> str:
+    """``message`` without a part that repeats the one before it: a call's own words
+    followed by the service's (``order not found: order not found in this profile``)
+    keep only the fuller of the two (``order not found in this profile``)."""
+    parts = message.split(": ")
+    kept: list[str] = []
+    for part in parts:
+        if kept and part.strip():
+            before, now = kept[-1].strip().lower(), part.strip().lower()
+            if now.startswith(before):
+                kept[-1] = part  # the service says the same, and more
+                continue
+            if before.endswith(now):
+                continue  # the service only repeats what the call said
+        kept.append(part)
+    return ": ".join(kept)
+
+
 class ToolkitError(Exception):
     """Base of every toolkit error.
 
@@ -80,6 +98,7 @@ class ToolkitError(Exception):
         body: str | None = None,
         order_id: str | None = None,
     ) -> None:
+        message = say_once(message)
         self.message = message
         self.order_id = order_id
         self.method = method

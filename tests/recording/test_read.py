@@ -165,6 +165,42 @@ def test_columns_argument_is_checked(recording: Path) -> None:
         read_recording(recording, columns=["nope"])
 
 
+def test_a_channel_reads_only_the_columns_it_uses(recording: Path) -> None:
+    common = ["received_at", "connection_id", "seq", "channel"]
+    ticks = read_recording(recording, "watchticker")
+    assert list(ticks.columns) == [*common, "symbol", "updated_at", "bid", "ask", "last", "raw"]
+    assert ticks[["symbol", "bid", "updated_at"]].notna().all().all()
+    orders = read_recording(recording, "watchOrders")
+    assert list(orders.columns) == [*common, "symbol", "order_id", "status", "updated_at", "raw"]
+    session = read_recording(recording, "_session")
+    assert list(session.columns) == [*common, "kind", "detail", "gap_start", "gap_end", "raw"]
+    # several channels: the union, in the schema's order
+    both = read_recording(recording, ["watchorders", "_session"])
+    assert list(both.columns) == [
+        *common,
+        "symbol",
+        "order_id",
+        "status",
+        "updated_at",
+        "kind",
+        "detail",
+        "gap_start",
+        "gap_end",
+        "raw",
+    ]
+    # every column on request, and without a channel
+    assert list(read_recording(recording, "watchticker", columns="all").columns) == list(COLUMNS)
+    assert list(read_recording(recording).columns) == list(COLUMNS)
+    # a channel this version does not know: the common columns and raw
+    assert list(read_recording(recording, "watchfuture").columns) == [*common, "raw"]
+    # typed even when empty
+    empty = read_recording(recording, "watchticker", start="2030-01-01")
+    assert empty.empty and list(empty.columns) == list(ticks.columns)
+    assert empty["bid"].dtype == "float64"
+    with pytest.raises(ValueError, match='"all"'):
+        read_recording(recording, "watchticker", columns="everything")
+
+
 def test_duckdb_reads_the_same_rows(recording: Path) -> None:
     ours = read_recording(recording)
     theirs = _sql(

@@ -36,11 +36,11 @@ def test_rows_badges_and_timeline(ev: Any, clock: Any) -> None:
     assert view.visible_order_ids == ["l-2", "m-1", "l-1"]  # newest update first
     row = view.slot_for("l-1")
     assert row is not None
-    assert "OPEN</span> → <span>TRIGGERED</span> → <span>PROCESSING</span> → <span>closed" in (
-        row.html.value
-    )
-    # canonical status drives the colour, the service's own case is what is shown
-    assert "data-status='CLOSED'" in row.html.value and ">closed</span>" in row.html.value
+    # one line: the last two steps, how many more before them, all of them on hover
+    assert "+2 →</span> PROCESSING → CLOSED</span>" in row.html.value
+    assert "title='OPEN 2026-09-21 14:13:20.000\nTRIGGERED" in row.html.value
+    # one case everywhere; the service's own case is in the badge's tooltip
+    assert "data-status='CLOSED' title='sent as closed'>CLOSED</span>" in row.html.value
     assert view.counts() == {"CLOSED": 2, "OPEN": 1}
     assert "ACTIVE 1, FINALIZED 2" in view._counts.value
 
@@ -179,5 +179,8 @@ def test_replay_as_a_task_and_stop(ev: Any) -> None:
     assert view.state == "replay finished"
     assert view.counts() == {"PROCESSING": 30}
     assert len(view.visible_order_ids) == 5
-    view.stop()
+    view.stop()  # frozen: the last table stays on screen
+    assert view.state == "stopped" and ev.widget_count() > base
+    assert len(view.visible_order_ids) == 5 and view.filter.disabled
+    view.close()
     assert ev.widget_count() == base

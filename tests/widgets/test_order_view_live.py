@@ -55,7 +55,8 @@ def test_cancel_button_outcomes_match_cancel_result_and_fetch_order(fresh_sim: A
             assert result.outcome is CancelOutcome.DEFERRED
             fetched = await client.afetch_order(oid)
             assert result.status == fetched["status"].upper() == "TRIGGERED"
-            assert "deferred while executing (TRIGGERED)" in view.outcome_text(oid)
+            assert ">deferred (TRIGGERED)<" in view.outcome_text(oid)
+            assert "do not resend" in view.outcome_text(oid)  # the tooltip says why
 
             # already final: the order expired meanwhile
             oid = await _new_open_order(client, view)
@@ -65,7 +66,7 @@ def test_cancel_button_outcomes_match_cancel_result_and_fetch_order(fresh_sim: A
             result = view.cancel_results[oid]
             assert result.outcome is CancelOutcome.ALREADY_FINAL
             assert (await client.afetch_order(oid))["status"].upper() == result.status == "EXPIRED"
-            assert "already final (EXPIRED)" in view.outcome_text(oid)
+            assert ">was final (EXPIRED)<" in view.outcome_text(oid)
             await until(lambda: view.book.orders[oid].status == "EXPIRED")
         finally:
             await view.astop()
@@ -87,6 +88,27 @@ def test_ticker_view_live_shows_a_moved_price(fresh_sim: Any) -> None:
                     and "123," in view._row_widgets["BTC/BRL"].value
                 )
             )
+        finally:
+            await view.astop()
+            await client.aclose()
+
+    asyncio.run(main())
+
+
+def test_an_unknown_symbol_is_an_error_row_while_the_others_stay_live(fresh_sim: Any) -> None:
+    async def main() -> None:
+        client = fresh_sim.client()
+        view = TickerView(client, symbols=["BTC/BRL", "XYZ/BRL", "ETH/BRL"], max_hz=20)
+        try:
+            await until(lambda: view.rows["XYZ/BRL"].error != "" and view.state == "connected")
+            # the engine is off: move the prices so both good pairs tick
+            fresh_sim.control.move_price("BTC/BRL", 300000.0)
+            fresh_sim.control.move_price("ETH/BRL", 15000.0)
+            await until(lambda: view.rows["BTC/BRL"].ticks > 0 and view.rows["ETH/BRL"].ticks > 0)
+            assert view.state == "connected"
+            assert "XYZ/BRL" in view.rows["XYZ/BRL"].error
+            assert "data-error='1'" in view._row_widgets["XYZ/BRL"].value
+            assert view.to_frame()["error"].notna().tolist() == [False, True, False]
         finally:
             await view.astop()
             await client.aclose()

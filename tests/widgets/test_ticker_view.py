@@ -148,7 +148,7 @@ def test_sparkline() -> None:
     assert sparkline([0.0, 7.0, 3.5]) == "▁█▅"
 
 
-def test_runs_as_a_task_and_stop_closes_its_widgets(ev: Any) -> None:
+def test_runs_as_a_task_stop_freezes_and_close_removes_its_widgets(ev: Any) -> None:
     base = ev.widget_count()
     events = [ev.ticker(SYMBOLS[i % 4], 100.0 + i) for i in range(2_000)]
 
@@ -164,8 +164,11 @@ def test_runs_as_a_task_and_stop_closes_its_widgets(ev: Any) -> None:
     assert "2,099.00" in view._row_widgets["USDT/BRL"].value  # the final tick was painted
     assert ev.widget_count() > base
     view.stop()
+    assert view.state == "stopped" and "stopped" in view._status.value
+    assert "2,099.00" in view._row_widgets["USDT/BRL"].value  # the last state stays
+    assert ev.widget_count() > base
+    view.close()
     assert ev.widget_count() == base
-    assert view.state == "stopped"
 
 
 def test_stop_cancels_a_running_task(ev: Any) -> None:

@@ -4,4 +4,5 @@ import sys
 
 from toolkit.cli._main import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (docs, tools) must not run the CLI
+    sys.exit(main())

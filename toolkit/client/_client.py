@@ -19,7 +19,7 @@ from toolkit.client._items import ListItems, statuses_for
 from toolkit.client._orders import LimitOrderWrites, checked_order
 from toolkit.client._pagination import Paginator
 from toolkit.client._settings import Settings, mask_key, reject_moved_settings
-from toolkit.client._sync import LoopThread
+from toolkit.client._sync import LoopThread, with_sync_twins
 from toolkit.client._transport import AsyncRest, Route, Sleep, decode_json
 from toolkit.errors import InvalidRequest, ToolkitError, redact_url
 from toolkit.profile import ServiceProfile
@@ -43,6 +43,7 @@ class ClientState(enum.Enum):
     CLOSED = "closed"
 
 
+@with_sync_twins
 class Client(LimitOrderWrites):
     """The trading service, from Python.
 

@@ -1,16 +1,30 @@
 """Sync twins of the async calls: run a coroutine on a private event-loop thread and wait,
 which works the same in a plain script and inside a running loop (Jupyter). Never patches
-asyncio."""
+asyncio.
+
+``with_sync_twins`` gives every sync twin ``x`` of a class the signature and the docstring
+of its async method ``ax`` (so ``help(client.load_orders)`` documents its parameters), and
+raises the toolkit's errors from a sync call without the frames of this module and of
+``concurrent.futures`` in between."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
+import re
+import textwrap
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from toolkit.client._docs import DOCS
+from toolkit.errors import ToolkitError
+
 T = TypeVar("T")
+C = TypeVar("C", bound=type)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class LoopThread:
@@ -73,9 +87,14 @@ class LoopThread:
         except RuntimeError:
             coro.close()
             raise
+        __tracebackhide__ = True  # IPython and pytest leave this frame out
         future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return future.result()
+        except ToolkitError as exc:
+            # the error as the caller should see it: raised here, not from the private
+            # loop's frames and concurrent.futures' (its cause, if any, is kept)
+            raise exc.with_traceback(None)  # noqa: B904 - the same error, not a new one
         except BaseException:
             if not future.done():
                 future.cancel()
@@ -90,6 +109,7 @@ class LoopThread:
             except StopAsyncIteration:
                 return False, None
 
+        __tracebackhide__ = True
         try:
             while True:
                 more, item = self.run(step())
@@ -131,3 +151,75 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         return asyncio.run(coro)
     return _shared.run(coro)
+
+
+_AWAIT_CALL = re.compile(r"await (\w+)\.a(\w+)\(")
+_ASYNC_FOR = re.compile(r"async for (\w+) in (\w+)\.a(\w+)\(")
+
+
+def sync_doc(async_name: str, doc: str | None, own: str | None = None) -> str:
+    """The docstring of a sync twin: the async method's ``doc``, with a note on how the
+    twin runs (``own``, the twin's docstring, when it says more than "Sync twin of") and
+    its examples written as sync calls."""
+    doc = inspect.cleandoc(doc or "")
+    summary, _, rest = doc.partition("\n")
+    own = inspect.cleandoc(own or "")
+    extra = re.sub(r"^sync twin of [^.]*\.\s*", "", own, flags=re.IGNORECASE)
+    note = (
+        f"Blocking twin of ``{async_name}``: same parameters, result and errors. It runs "
+        "the call and waits for it, also inside Jupyter's running loop (on a private "
+        f"loop thread); in async code, ``await client.{async_name}(...)`` instead."
+    )
+    if extra:
+        note = f"{note} {extra}" if own != extra else extra
+    note = textwrap.fill(" ".join(note.split()), width=88)
+    body = _ASYNC_FOR.sub(r"for \1 in \2.\3(", rest)
+    body = _AWAIT_CALL.sub(r"\1.\2(", body)
+    return f"{summary}\n\n{note}\n{body}".rstrip() + "\n"
+
+
+def sync_twin(async_method: Callable[..., Any]) -> Callable[[F], F]:
+    """Decorate the sync twin of ``async_method``: it takes the async method's signature
+    (with its own return annotation) and docstring, and a ToolkitError it raises shows
+    the caller's call as its last frame, not the loop thread's."""
+
+    def decorate(func: F) -> F:
+        own = inspect.signature(func)
+
+        @functools.wraps(func)
+        def twin(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            try:
+                return func(*args, **kwargs)
+            except ToolkitError as exc:
+                raise exc.with_traceback(None)  # noqa: B904 - the same error, re-raised
+
+        del twin.__wrapped__  # help() and inspect read the signature given below
+        signature = inspect.signature(async_method)
+        twin.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=own.return_annotation
+        )
+        twin.__doc__ = sync_doc(async_method.__name__, async_method.__doc__, func.__doc__)
+        twin.__sync_twin_of__ = async_method.__name__  # type: ignore[attr-defined]
+        return twin  # type: ignore[return-value]
+
+    return decorate
+
+
+def with_sync_twins(cls: C) -> C:
+    """Class decorator: every async method ``ax`` of ``cls`` (inherited ones too) with an
+    entry in ``toolkit.client._docs.DOCS`` gets that docstring, and every method ``x``
+    beside an ``ax`` becomes its documented sync twin (see ``sync_twin``)."""
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        func = getattr(cls, name)
+        amethod = getattr(cls, "a" + name, None)
+        if not (inspect.isfunction(func) and inspect.isfunction(amethod)):
+            continue
+        assert amethod is not None
+        if "a" + name in DOCS:
+            amethod.__doc__ = DOCS["a" + name]
+        if getattr(func, "__sync_twin_of__", None) is None:
+            setattr(cls, name, sync_twin(amethod)(func))
+    return cls

@@ -143,12 +143,39 @@ def _csv_column(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
 
 @dataclass(eq=False, repr=False)
 class OrderFrames:
-    """The orders of an account as five DataFrames (docs/contracts.md "Frames").
+    """The orders of an account as five DataFrames, joined by ``id``/``orderId``.
 
-    ``missing`` lists the ids the loader could not fetch; ``attrs`` is free metadata (the
-    loader records how and when the frames were loaded). ``quote_fields`` names the columns
-    of ``evaluated_tickers`` by meaning (venue, price, time, reason), as the profile the
-    frames were built with says (``orders.quote_*_field``).
+    What ``client.load_orders()`` and ``store.frames()`` return. Column names are the
+    service's field names, nested objects flattened with ``.`` (``fee.cost``); every
+    column, its dtype, unit and meaning is in the documentation's column dictionary
+    (docs/columns.md, generated from the schema).
+
+    Attributes
+    ----------
+    orders : pandas.DataFrame
+        One row per order (``id``, ``status`` canonical and ``statusRaw`` as sent, ...).
+    trades : pandas.DataFrame
+        One row per trade of an order (``orderId``).
+    fees : pandas.DataFrame
+        One row per fee charged on an order, operational fees included.
+    evaluated_tickers : pandas.DataFrame
+        One row per quote the router saw for an order (``evaluatedTickers``).
+    fills : pandas.DataFrame
+        Trades with their order's context (symbol, side, executedExchange, rule,
+        status): the table to export.
+    missing : list of str
+        Ids the loader could not fetch (404 by then).
+    attrs : dict
+        How and when the frames were loaded.
+    quote_fields : QuoteFields
+        The columns of ``evaluated_tickers`` by meaning (venue, price, time, reason), as
+        the profile's ``orders.quote_*_field`` say.
+
+    Examples
+    --------
+    >>> frames = client.load_orders(status="FINALIZED")  # doctest: +SKIP
+    >>> frames.fills.groupby("executedExchange")["cost"].sum()  # doctest: +SKIP
+    >>> frames.to_parquet("out/")  # doctest: +SKIP
     """
 
     orders: pd.DataFrame

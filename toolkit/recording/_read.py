@@ -38,6 +38,39 @@ __all__ = [
 _log = logging.getLogger("toolkit.recording")
 
 TimeLike = str | int | float | datetime | Any
+#: what ``columns=`` takes: names, or ``"all"`` for every column of the schema
+ColumnsArg = Sequence[str] | str | None
+
+# Every row has where and when it was received, and its raw message; beyond those, the
+# columns each channel fills (the others stay null for it).
+_COMMON = ("received_at", "connection_id", "seq", "channel")
+CHANNEL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "watchorders": ("symbol", "order_id", "status", "updated_at"),
+    "watchticker": ("symbol", "updated_at", "bid", "ask", "last"),
+    "watchtickers": ("symbol", "updated_at", "bid", "ask", "last"),
+    "watchbalance": ("updated_at",),
+    SESSION_CHANNEL: ("kind", "detail", "gap_start", "gap_end"),
+}
+
+
+def channel_columns(channels: Iterable[str]) -> list[str]:
+    """The columns the given channels use, in the schema's order: the common ones
+    (``received_at``, ``connection_id``, ``seq``, ``channel``), each channel's own, and
+    ``raw``. A channel this version does not know keeps just the common ones and ``raw``."""
+    used = set(_COMMON) | {"raw"}
+    for name in channels:
+        used.update(CHANNEL_COLUMNS.get(name, ()))
+    return [c for c in COLUMNS if c in used]
+
+
+def _wanted_columns(columns: ColumnsArg, names: list[str] | None) -> list[str]:
+    if isinstance(columns, str):
+        if columns != "all":
+            raise ValueError(f'columns must be a list of names or "all"; got {columns!r}')
+        return list(COLUMNS)
+    if columns is not None:
+        return list(columns)
+    return list(COLUMNS) if names is None else channel_columns(names)
 
 
 def _timestamp_ns(value: TimeLike) -> int:
@@ -145,7 +178,7 @@ def read_recording_table(
     start: TimeLike | None = None,
     end: TimeLike | None = None,
     symbols: Sequence[str] | None = None,
-    columns: Sequence[str] | None = None,
+    columns: ColumnsArg = None,
     dates: Sequence[str] | None = None,
     per_pair: bool | None = None,
     profile: ServiceProfile | None = None,
@@ -158,7 +191,8 @@ def read_recording_table(
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    wanted = list(columns) if columns is not None else list(COLUMNS)
+    names = _channels(channel)
+    wanted = _wanted_columns(columns, names)
     unknown = sorted(set(wanted) - set(COLUMNS))
     if unknown:
         raise ValueError(f"unknown recording columns: {', '.join(unknown)}")
@@ -173,7 +207,6 @@ def read_recording_table(
         nonlocal expr
         expr = e if expr is None else expr & e
 
-    names = _channels(channel)
     if per_pair is None:
         per_pair = names is not None and TICKERS_CHANNEL in names
     if names is not None:
@@ -224,7 +257,7 @@ def read_recording(
     start: TimeLike | None = None,
     end: TimeLike | None = None,
     symbols: Sequence[str] | None = None,
-    columns: Sequence[str] | None = None,
+    columns: ColumnsArg = None,
     profile: ServiceProfile | None = None,
 ) -> pd.DataFrame:
     """A recording as a typed DataFrame, sorted by (received_at, connection_id, seq).
@@ -239,10 +272,52 @@ def read_recording(
     insensitive; ``"_session"`` for connects, disconnects, subscriptions, gaps and drops).
     ``start``/``end``: a half-open window on ``received_at`` (str, datetime, Timestamp or
     Unix number); only the date partitions it spans are read. ``symbols``: keep rows of
-    these symbols (plus session rows). An empty result is an empty frame with every
-    column typed: ``received_at``/``gap_*`` ``datetime64[ns, UTC]``, ``updated_at``
-    ``datetime64[ms, UTC]``, ``bid``/``ask``/``last`` float64, ``seq`` int64, ``raw`` the
-    JSON text of the message.
+    these symbols (plus session rows).
+
+    ``columns``: with a ``channel``, only the columns those channels use by default (the
+    common ``received_at``, ``connection_id``, ``seq``, ``channel``, ``raw``, plus
+    ``symbol``/``order_id``/``status``/``updated_at`` for ``watchorders``,
+    ``symbol``/``updated_at``/``bid``/``ask``/``last`` for the ticker channels,
+    ``updated_at`` for ``watchbalance``, ``kind``/``detail``/``gap_start``/``gap_end`` for
+    ``_session``); without one, every column. ``"all"`` gives every column, a list of
+    names exactly those.
+
+    An empty result is an empty frame with its columns typed: ``received_at``/``gap_*``
+    ``datetime64[ns, UTC]``, ``updated_at`` ``datetime64[ms, UTC]``, ``bid``/``ask``/
+    ``last`` float64, ``seq`` int64, ``raw`` the JSON text of the message.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        The recording's folder (``ROOT/channel=<name>/date=<YYYY-MM-DD>/*.parquet``).
+    channel : str or iterable of str, optional
+        Channel names (any case; ``"watchTicker:BTC/BRL"`` reads as ``watchticker``).
+    start, end : str, datetime, pandas.Timestamp or number, optional
+        Half-open window on ``received_at``.
+    symbols : sequence of str, optional
+        Pairs to keep (session rows are kept too).
+    columns : list of str or "all", optional
+        The columns to return; default: those the channels use.
+    profile : ServiceProfile, optional
+        Read the ticker payloads under this profile instead of the recording's own.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per message (per pair for ``watchtickers``), oldest first.
+
+    Raises
+    ------
+    ValueError
+        An unknown column name, or ``columns`` a string other than ``"all"``.
+
+    Examples
+    --------
+    >>> ticks = tk.read_recording("data/recordings", channel="watchticker")  # doctest: +SKIP
+    >>> ticks.columns.tolist()  # doctest: +SKIP
+    ['received_at', 'connection_id', 'seq', 'channel', 'symbol', 'updated_at', 'bid', 'ask',
+     'last', 'raw']
+    >>> tk.read_recording("data/recordings", channel="watchticker", columns="all")  # doctest: +SKIP
     """
     table = read_recording_table(
         root, channel, start=start, end=end, symbols=symbols, columns=columns, profile=profile

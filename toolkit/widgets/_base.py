@@ -1,30 +1,20 @@
 """What both live views share: the task on the kernel's loop, the throttled repaint
-schedule, the connection-state line, stop(), and notebook display."""
+schedule, the connection-state line, stop() / close(), and notebook display."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
 from typing import Any
 
 import ipywidgets as widgets
+import pandas as pd
 
+from toolkit.widgets._theme import status_html
 from toolkit.widgets._throttle import Clock, RepaintThrottle
 
 _log = logging.getLogger("toolkit.widgets")
-
-_STATE_COLOURS = {
-    "connecting": "#8a6d00",
-    "connected": "#1a7f37",
-    "reconnecting": "#b35900",
-    "gap reconciled": "#1a7f37",
-    "replaying": "#0550ae",
-    "replay finished": "#57606a",
-    "stopped": "#57606a",
-    "error": "#cf222e",
-}
 
 
 class LiveView:
@@ -36,10 +26,13 @@ class LiveView:
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        self._closed = False
         self.state = "idle"
         self.state_detail = ""
         self._status = widgets.HTML(value=self._status_html())
-        self._container: widgets.Box = widgets.VBox()
+        self._container: widgets.Box = widgets.VBox(
+            layout=widgets.Layout(width="100%", overflow="auto")
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -97,20 +90,49 @@ class LiveView:
             _log.error("%s stopped: %s: %s", type(self).__name__, type(exc).__name__, exc)
 
     def stop(self) -> None:
-        """Cancel the view's task (which closes its stream) and close its widgets."""
+        """Cancel the view's task (which closes its stream) and freeze the widgets on the
+        last state: the table stays on screen, the state line says "stopped" and the
+        controls are disabled. ``close()`` removes the widgets."""
+        if self._stopped:
+            return
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        self._set_state("stopped")
-        self._close_widgets()
+        if self._dirty():
+            self._paint()
+        self._freeze()
+        if self.state != "error":
+            self._set_state("stopped")
+
+    def close(self) -> None:
+        """``stop()`` and close the widgets: the view disappears from the notebook."""
+        self.stop()
+        if not self._closed:
+            self._closed = True
+            self._close_widgets()
+
+    def _freeze(self) -> None:
+        """Disable the view's controls once stopped (subclasses that have some)."""
+
+    def to_frame(self) -> pd.DataFrame:  # pragma: no cover - abstract
+        """The view's current table as a DataFrame."""
+        raise NotImplementedError
 
     async def astop(self) -> None:
         """``stop()`` and wait until the task has finished unwinding."""
         task = self._task
         self.stop()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def aclose(self) -> None:
+        """``close()`` and wait until the task has finished unwinding."""
+        task = self._task
+        self.close()
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
@@ -174,8 +196,10 @@ class LiveView:
     # -- connection state --------------------------------------------------------------
 
     def _set_state(self, state: str, detail: str = "") -> None:
-        if (state, detail) == (self.state, self.state_detail):
+        if (state, detail) == (self.state, self.state_detail) or self._closed:
             return
+        if self._stopped and state != "stopped":
+            return  # a stopped view stays frozen on its last state
         self.state = state
         self.state_detail = detail
         self._status.value = self._status_html()
@@ -204,15 +228,14 @@ class LiveView:
         self._set_state("gap reconciled", detail)
 
     def _status_html(self) -> str:
-        colour = _STATE_COLOURS.get(self.state, "#57606a")
-        detail = f" <span style='color:#57606a'>{html.escape(self.state_detail)}</span>"
-        return (
-            f"<div class='tk-status' data-state='{html.escape(self.state)}'>"
-            f"<span style='color:{colour}'>&#9679;</span> "
-            f"<b>{html.escape(self.state)}</b>{detail if self.state_detail else ''}</div>"
-        )
+        return status_html(self.state, self.state_detail)
 
     # -- display -----------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self._container._repr_mimebundle_(**kwargs)
+        bundle = self._container._repr_mimebundle_(**kwargs)
+        # where widgets do not render (a console, a static page without the widget
+        # manager) the view's own summary reads better than the container's repr
+        if isinstance(bundle, dict) and "text/plain" in bundle:
+            bundle["text/plain"] = repr(self)
+        return bundle

@@ -7,116 +7,126 @@ import asyncio
 import html
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import ipywidgets as widgets
+import pandas as pd
 
 from toolkit.stream._events import OrderEvent, SessionEvent
 from toolkit.widgets._base import LiveView
-from toolkit.widgets._sources import aiter_events, describe_source, is_client
-from toolkit.widgets._throttle import Clock
-
-# PRODUCT.md reads the shortcuts literally; market "pending" can still execute too.
-ACTIVE_STATUSES = frozenset({"OPEN", "TRIGGERED", "PROCESSING", "PENDING"})
-STATUS_ORDER = (
-    "OPEN",
-    "TRIGGERED",
-    "PROCESSING",
-    "PENDING",
-    "CANCELLING",
-    "EXECUTED",
-    "CLOSED",
-    "EXPIRED",
-    "CANCELLED",
-    "REJECTED",
+from toolkit.widgets._order_format import (
+    ACTIVE_STATUSES,
+    COLUMNS,
+    FILTERS,
+    LEGEND,
+    MEANINGS,
+    STATUS_ORDER,
+    TIMELINE_STEPS,
+    badge,
+    matches,
+    order_grid,
+    outcome_label,
 )
-FILTERS = ("ALL", "ACTIVE", "FINALIZED", *STATUS_ORDER)
-_BADGE = {
-    "OPEN": "#0969da",
-    "TRIGGERED": "#8250df",
-    "PROCESSING": "#bf8700",
-    "PENDING": "#bf8700",
-    "CANCELLING": "#b35900",
-    "EXECUTED": "#1a7f37",
-    "CLOSED": "#116329",
-    "EXPIRED": "#6e7781",
-    "CANCELLED": "#57606a",
-    "REJECTED": "#cf222e",
-}
-_GRID = "display:grid;grid-template-columns:130px 50px 75px 40px 85px 95px 330px 95px;gap:4px;"
-_COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "updated (UTC)")
-_STYLE = """<style>
-.tk-orow {font-family: ui-monospace, monospace; font-size: 12px; align-items: center;}
-.tk-badge {color: white; border-radius: 8px; padding: 0 6px; font-size: 11px;}
-.tk-tl .tk-rec {font-style: italic; opacity: 0.7;}
-</style>"""
-
-
-def badge(status: str, status_raw: str | None = None) -> str:
-    """A coloured badge for ``status`` (canonical), showing the case the service sent."""
-    canonical = status.upper()
-    colour = _BADGE.get(canonical, "#57606a")
-    text = html.escape(status_raw or status)
-    return (
-        f"<span class='tk-badge' data-status='{html.escape(canonical)}' "
-        f"style='background:{colour}'>{text}</span>"
-    )
-
-
-def matches(status: str, flt: str) -> bool:
-    """Whether an order in (canonical) ``status`` passes the filter ``flt``."""
-    if flt == "ALL":
-        return True
-    if flt == "ACTIVE":
-        return status in ACTIVE_STATUSES
-    if flt == "FINALIZED":
-        return status not in ACTIVE_STATUSES
-    return status == flt
-
-
-def _hms(ms: int) -> str:
-    if not ms:
-        return "–"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+from toolkit.widgets._sources import aiter_events, describe_source, is_client
+from toolkit.widgets._theme import STYLE, price_text, when, when_full
+from toolkit.widgets._throttle import Clock
 
 
 class _Slot:
     """One visible row: created once, shows whichever order the repaint assigns it."""
 
-    __slots__ = ("box", "button", "html", "order_id", "outcome")
+    __slots__ = ("action", "box", "button", "html", "order_id", "outcome")
 
     def __init__(self) -> None:
-        self.html = widgets.HTML()
+        # the table's columns share the row's width; the right end is one fixed-width cell
+        # for the Cancel button or, once clicked, the cancel's outcome (never both), so
+        # every row's columns line up and nothing is cut
+        self.html = widgets.HTML(layout=widgets.Layout(flex="1 1 0", min_width="0"))
         self.button = widgets.Button(
             description="Cancel",
             button_style="warning",
-            layout=widgets.Layout(width="72px", visibility="hidden"),
+            tooltip="cancel this limit order (cancel_limit_order)",
+            layout=widgets.Layout(
+                width="auto",
+                min_width="fit-content",
+                flex="0 0 auto",
+                visibility="hidden",
+                display="none",
+            ),
         )
-        self.outcome = widgets.HTML(layout=widgets.Layout(width="260px"))
+        self.outcome = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        self.action = widgets.HBox(
+            [self.button, self.outcome],
+            layout=widgets.Layout(flex="0 0 13em", width="13em", align_items="center"),
+        )
         self.box = widgets.HBox(
-            [self.html, self.button, self.outcome], layout=widgets.Layout(display="none")
+            [self.html, self.action],
+            layout=widgets.Layout(display="none", align_items="center"),
         )
         self.order_id: str | None = None
 
+    def show(self, *, button: bool, outcome: str) -> None:
+        """Show the Cancel button (an OPEN limit order) or else the outcome text."""
+        self.button.layout.visibility = "visible" if button else "hidden"
+        self.button.layout.display = None if button else "none"
+        self.outcome.value = "" if button else outcome
+
     def widgets(self) -> list[widgets.Widget]:
-        return [self.html, self.button, self.outcome, self.box]
+        return [self.html, self.button, self.outcome, self.action, self.box]
 
 
 class OrderStatusView(LiveView):
-    """Live orders: one row per order with a status badge (both status families, the case
-    the service sent), its transition timeline, counts per status, a filter (ALL, ACTIVE,
-    FINALIZED or one status) and a Cancel button on OPEN limit orders.
+    """Live orders: one row per order with a status badge (both status families, in one
+    case; the case the service sent is in the tooltip), its transition timeline on one line
+    (the whole history on hover), counts per status, a filter (ALL, ACTIVE, FINALIZED or
+    one status) and a Cancel button on OPEN limit orders. Times are UTC, with the date for
+    orders of another day; italic timeline entries were read over REST after a gap (the
+    legend under the table says so).
 
     ``source`` is a client (the view runs a reconciled ``OrderBook`` on its own stream:
     ``watchOrders``, and fetchOrder after every gap), or a recording path / replay iterator
     / iterable of events (offline; give ``client=`` to enable Cancel). The Cancel button
     awaits ``client.acancel_limit_order(order_id)`` and shows the ``CancelResult``
-    (accepted, deferred while executing, already final, already cancelling). The newest
+    (accepted, deferred while executing, was final, already cancelling). The newest
     ``max_rows`` matching orders are shown in rows created once; the book keeps at most
     ``history_limit`` finished orders. Repaints at most ``max_hz`` times per second on
     ``clock``. Starts itself on the running loop when there is one (unless
-    ``autostart=False``); ``stop()`` cancels its tasks and closes its widgets.
+    ``autostart=False``); ``stop()`` cancels its tasks and freezes the table on its last
+    state ("stopped"), ``close()`` also removes the widgets; ``to_frame()`` returns the
+    orders that match the filter as a DataFrame.
+
+    Parameters
+    ----------
+    source : Client, OrderBook, str, os.PathLike or iterable of events
+        A live client, an ``OrderBook``, a recording folder, ``tk.replay(...)`` or any
+        (async) iterable of order events.
+    client : Client, optional
+        The client the Cancel button uses when ``source`` is not one.
+    max_rows : int, default 20
+        Rows shown (the newest matching orders).
+    history_limit : int, default 1000
+        Finished orders the book keeps.
+    status : str, default "ALL"
+        Initial filter: ALL, ACTIVE, FINALIZED or one status (upper case).
+    max_hz : float, default 10.0
+        Most repaints per second.
+    speed : float, optional
+        Replay pace (2.0 = twice real time); None replays at once.
+    clock : callable, optional
+        Monotonic clock of the repaint throttle (tests pass a fake one).
+    autostart : bool, default True
+        Start on the running loop, if there is one.
+
+    Raises
+    ------
+    ValueError
+        When ``status`` is not a known filter.
+
+    Examples
+    --------
+    >>> view = tk.OrderStatusView(client, status="ACTIVE")  # doctest: +SKIP
+    >>> view.to_frame()  # the matching orders now  # doctest: +SKIP
+    >>> view.stop()  # doctest: +SKIP
     """
 
     def __init__(
@@ -151,32 +161,44 @@ class OrderStatusView(LiveView):
         )
         self._remove_listener = self.book.add_listener(self._on_order_event)
         self._changed = True
-        # outcome text per order, bounded like the book's history
-        self._outcomes: OrderedDict[str, str] = OrderedDict()
+        # pending or failed cancels' text and tone per order, bounded like the book's history
+        self._notes: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._outcome_limit = max(history_limit, max_rows)
         self.cancel_results: OrderedDict[str, Any] = OrderedDict()
         self._cancel_tasks: set[asyncio.Task[None]] = set()
 
-        self._counts = widgets.HTML()
+        self._counts = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
         self.filter = widgets.Dropdown(
             options=list(FILTERS),
             value=status.upper(),
             description="show",
-            layout=widgets.Layout(width="220px"),
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+            style={"description_width": "initial"},
         )
         self.filter.observe(self._on_filter, names="value")
-        header = "".join(f"<span>{html.escape(c)}</span>" for c in _COLUMNS)
-        self._header = widgets.HTML(
-            value=f"{_STYLE}<div class='tk-orow' style='{_GRID}color:#57606a'>{header}</div>"
-        )
+        header = "".join(f"<span>{html.escape(c)}</span>" for c in COLUMNS)
+        # the header is a row like the others (same button and outcome cells, the button
+        # invisible) so its columns line up with theirs at any width
+        self._header = _Slot()
+        self._header_cells = header
+        self._grid = ""
+        self._header.show(button=False, outcome="<span class='tk-muted tk-view'>cancel</span>")
+        self._header.box.layout.display = "flex"
+        self._legend = widgets.HTML(value=LEGEND)
         self._slots = [_Slot() for _ in range(max_rows)]
         for i, slot in enumerate(self._slots):
             slot.button.on_click(lambda _b, i=i: self._on_cancel_click(i))
+        self._set_grid(order_grid())
+        self._bar = widgets.HBox(
+            [self.filter, self._counts],
+            layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"),
+        )
         self._container.children = (
             self._status,
-            widgets.HBox([self.filter, self._counts]),
-            self._header,
+            self._bar,
+            self._header.box,
             *(slot.box for slot in self._slots),
+            self._legend,
         )
         self._paint()
         if autostart:
@@ -242,11 +264,32 @@ class OrderStatusView(LiveView):
     def _dirty(self) -> bool:
         return self._changed
 
-    def _paint(self) -> None:
-        self._changed = False
+    def _matching(self) -> list[Any]:
         flt = self.filter.value
         states = [s for s in self.book.orders.values() if matches(s.status, flt)]
         states.sort(key=lambda s: (s.updated_at_ms, s.order_id), reverse=True)
+        return states
+
+    def _set_grid(self, grid_and_width: tuple[str, float]) -> None:
+        """Use this grid for the header and (from now on) every row. A row never gets
+        narrower than the grid's minimum: a container narrower than that scrolls."""
+        grid, width_em = grid_and_width
+        if grid == self._grid:
+            return
+        self._grid = grid
+        # the table's font is 0.92 of the widgets' (see _theme)
+        for slot in (self._header, *self._slots):
+            slot.html.layout.min_width = f"calc({width_em + 0.5:.1f}em * 0.92)"
+        self._header.html.value = (
+            f"{STYLE}<div class='tk-orow tk-head tk-grid tk-view' style='{grid}'>"
+            f"{self._header_cells}</div>"
+        )
+
+    def _paint(self) -> None:
+        self._changed = False
+        states = self._matching()
+        shown = states[: len(self._slots)]
+        self._set_grid(order_grid(max((len(s.order_id) for s in shown), default=0)))
         for slot, state in zip(self._slots, states, strict=False):
             self._fill(slot, state)
         for slot in self._slots[len(states) :]:
@@ -263,30 +306,70 @@ class OrderStatusView(LiveView):
             and state.status == "OPEN"
         )
         slot.html.value = self._row_html(state)
-        slot.button.layout.visibility = "visible" if cancellable else "hidden"
-        slot.outcome.value = self._outcomes.get(state.order_id, "")
+        slot.button.disabled = self._stopped
+        slot.show(button=cancellable, outcome=self.outcome_text(state.order_id))
         slot.box.layout.display = "flex"
 
     def _row_html(self, state: Any) -> str:
         order: Mapping[str, Any] = state.order
-        steps = []
+        steps, full = [], []
         for t in self.book.history(state.order_id):
-            cls = " class='tk-rec' title='read over REST after a gap'" if t.reconciled else ""
-            steps.append(f"<span{cls}>{html.escape(t.status_raw or t.status)}</span>")
-        timeline = " → ".join(steps[-8:])
-        if len(steps) > 8:
-            timeline = "… → " + timeline
+            name = html.escape(t.status.upper())
+            mark = " (REST)" if t.reconciled else ""
+            full.append(f"{name}{mark} {when_full(t.updated_at_ms)}")
+            steps.append(f"<span class='tk-rec'>{name}</span>" if t.reconciled else name)
+        timeline = " → ".join(steps[-TIMELINE_STEPS:])
+        if len(steps) > TIMELINE_STEPS:
+            timeline = f"<span class='tk-muted'>+{len(steps) - TIMELINE_STEPS} →</span> {timeline}"
         limit = order.get("limitPrice")
         return (
-            f"<div class='tk-orow' style='{_GRID}' data-order='{html.escape(state.order_id)}'>"
-            f"<span>{html.escape(state.order_id)}</span>"
+            f"<div class='tk-orow tk-grid tk-view' style='{self._grid}' "
+            f"data-order='{html.escape(state.order_id)}'>"
+            f"<span title='{html.escape(state.order_id)}'>{html.escape(state.order_id)}</span>"
             f"<span>{html.escape(str(order.get('type', '')))}</span>"
             f"<span>{html.escape(str(order.get('symbol', '')))}</span>"
             f"<span>{html.escape(str(order.get('side', '')))}</span>"
-            f"<span>{html.escape(str(limit)) if limit not in (None, '') else '–'}</span>"
+            f"<span class='tk-num'>{html.escape(price_text(limit))}</span>"
             f"<span>{badge(state.status, state.status_raw)}</span>"
-            f"<span class='tk-tl'>{timeline}</span>"
-            f"<span>{_hms(state.updated_at_ms)}</span></div>"
+            f"<span class='tk-tl' title='{chr(10).join(full)}'>{timeline}</span>"
+            f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The orders that match the filter, newest first, as the table shows them:
+        ``orderId``, ``type``, ``symbol``, ``side``, ``limitPrice``, ``status`` (canonical),
+        ``statusRaw`` (as sent), ``timeline`` (every status, oldest first), ``updatedAt``
+        (UTC) and ``cancelOutcome`` (plain text, None without a cancel)."""
+        states = self._matching()
+        limits = [state.order.get("limitPrice") for state in states]
+        return pd.DataFrame(
+            {
+                "orderId": pd.array([s.order_id for s in states], dtype="string"),
+                "type": pd.array([s.order.get("type") for s in states], dtype="string"),
+                "symbol": pd.array([s.order.get("symbol") for s in states], dtype="string"),
+                "side": pd.array([s.order.get("side") for s in states], dtype="string"),
+                "limitPrice": pd.to_numeric(
+                    pd.Series([None if v in (None, "") else v for v in limits], dtype="object"),
+                    errors="coerce",
+                ).astype("float64"),
+                "status": pd.array([s.status for s in states], dtype="string"),
+                "statusRaw": pd.array([s.status_raw for s in states], dtype="string"),
+                "timeline": pd.array(
+                    [
+                        " → ".join(t.status.upper() for t in self.book.history(s.order_id))
+                        for s in states
+                    ],
+                    dtype="string",
+                ),
+                "updatedAt": pd.to_datetime(
+                    pd.Series([s.updated_at_ms or None for s in states], dtype="float64"),
+                    unit="ms",
+                    utc=True,
+                ).astype("datetime64[ms, UTC]"),
+                "cancelOutcome": pd.array(
+                    [self._outcome_plain(s.order_id) for s in states], dtype="string"
+                ),
+            }
         )
 
     def _counts_html(self, shown: int) -> str:
@@ -304,20 +387,24 @@ class OrderStatusView(LiveView):
         return "<div class='tk-counts'>" + " ".join(parts) + "</div>"
 
     def _all_widgets(self) -> list[widgets.Widget]:
-        out: list[widgets.Widget] = [self._status, self._counts, self.filter, self._header]
-        for slot in self._slots:
+        out: list[widgets.Widget] = [self._status, self._counts, self.filter, self._legend]
+        for slot in (self._header, *self._slots):
             out += slot.widgets()
-        out += list(self._container.children[1:2])  # the filter/counts HBox
-        out.append(self._container)
+        out += [self._bar, self._container]
         return out
+
+    def _freeze(self) -> None:
+        self.filter.disabled = True
+        for slot in self._slots:
+            slot.button.disabled = True
 
     # -- cancel ------------------------------------------------------------------------
 
     def _on_cancel_click(self, index: int) -> None:
         order_id = self._slots[index].order_id
-        if order_id is None or self._client is None:
+        if order_id is None or self._client is None or self._stopped:
             return
-        self._set_outcome(order_id, "<span style='color:#8a6d00'>cancelling…</span>")
+        self._set_note(order_id, "cancelling…", "tk-warn")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -341,42 +428,56 @@ class OrderStatusView(LiveView):
         try:
             result = await self._client.acancel_limit_order(order_id)
         except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}"
-            self._set_outcome(order_id, f"<span style='color:#cf222e'>{html.escape(text)}</span>")
+            self._set_note(order_id, f"{type(exc).__name__}: {exc}", "tk-bad")
             return None
+        self._notes.pop(order_id, None)
         self.cancel_results[order_id] = result
+        self.cancel_results.move_to_end(order_id)
         while len(self.cancel_results) > self._outcome_limit:
             self.cancel_results.popitem(last=False)
-        outcome = getattr(result.outcome, "value", str(result.outcome))
-        label = {
-            "accepted": "accepted",
-            "deferred": "deferred while executing",
-            "already_final": "already final",
-            "already_cancelling": "already cancelling",
-            "not_found": "not found",
-        }.get(outcome, outcome)
-        status = f" ({result.status})" if result.status else ""
-        colour = "#1a7f37" if outcome == "accepted" else "#8a6d00"
-        self._set_outcome(
-            order_id,
-            f"<span class='tk-outcome' data-outcome='{html.escape(outcome)}' "
-            f"style='color:{colour}' title='{html.escape(str(result))}'>"
-            f"{html.escape(label)}{html.escape(status)}</span>",
-        )
+        self._show_outcome(order_id)
         return result
 
-    def outcome_text(self, order_id: str) -> str:
-        """The outcome shown for ``order_id`` (HTML), '' when none."""
-        return self._outcomes.get(order_id, "")
+    def _outcome(self, order_id: str) -> tuple[str, str, str] | None:
+        """(outcome code, text, tone) of the cancel of ``order_id`` as it stands now."""
+        result = self.cancel_results.get(order_id)
+        if result is None:
+            note = self._notes.get(order_id)
+            return None if note is None else ("", *note)
+        code = str(getattr(result.outcome, "value", result.outcome))
+        state = self.book.orders.get(order_id)
+        text, tone = outcome_label(code, result.status, state.status if state else None)
+        return code, text, tone
 
-    def _set_outcome(self, order_id: str, text: str) -> None:
-        self._outcomes[order_id] = text
-        self._outcomes.move_to_end(order_id)
-        while len(self._outcomes) > self._outcome_limit:
-            self._outcomes.popitem(last=False)
+    def outcome_text(self, order_id: str) -> str:
+        """The outcome shown for ``order_id`` (HTML), '' when none. It follows the order:
+        "accepted (CANCELLING)" becomes "cancelled" once the order is CANCELLED."""
+        outcome = self._outcome(order_id)
+        if outcome is None:
+            return ""
+        code, text, tone = outcome
+        title = html.escape(f"{text}: {MEANINGS[code]}" if code in MEANINGS else text)
+        return (
+            f"<span class='tk-outcome tk-view {tone}' data-outcome='{html.escape(code)}' "
+            f"title='{title}'>{html.escape(text)}</span>"
+        )
+
+    def _outcome_plain(self, order_id: str) -> str | None:
+        outcome = self._outcome(order_id)
+        return None if outcome is None else outcome[1]
+
+    def _set_note(self, order_id: str, text: str, tone: str) -> None:
+        """A transient outcome ("cancelling…") or a failed request's error."""
+        self._notes[order_id] = (text, tone)
+        self._notes.move_to_end(order_id)
+        while len(self._notes) > self._outcome_limit:
+            self._notes.popitem(last=False)
+        self._show_outcome(order_id)
+
+    def _show_outcome(self, order_id: str) -> None:
         slot = self.slot_for(order_id)
         if slot is not None:
-            slot.outcome.value = text
+            slot.show(button=False, outcome=self.outcome_text(order_id))
 
     # -- the task ----------------------------------------------------------------------
 
@@ -409,6 +510,8 @@ class OrderStatusView(LiveView):
             self._on_session_event(event)
 
     def stop(self) -> None:
+        if self._stopped:
+            return
         for task in list(self._cancel_tasks):
             task.cancel()
         self._remove_listener()

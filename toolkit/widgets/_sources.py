@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 # (channel name as the service spells it, subscribe data)
 Subscription = tuple[str, Mapping[str, Any]]
+# called with the subscription that failed and its error, instead of raising it
+OnSubscribeError = Callable[[Subscription, Exception], None]
 
 # A sync iterable gives the loop a turn every this many events, so a long replay never
 # freezes the kernel while it feeds a view.
@@ -49,6 +51,7 @@ async def aiter_events(
     subscriptions: Sequence[Subscription],
     *,
     speed: float | None = None,
+    on_subscribe_error: OnSubscribeError | None = None,
 ) -> AsyncIterator[Any]:
     """Yield the events of ``source`` in order.
 
@@ -57,18 +60,18 @@ async def aiter_events(
     with ``toolkit.replay``; any other (async) iterable is read as is. Recorded events are
     yielded as fast as possible unless ``speed`` is given, in which case the gaps between
     their ``received_at_ns`` are slept, divided by ``speed``. Cancelling the consumer
-    closes the session.
+    closes the session. With ``on_subscribe_error``, a subscription that fails (a bad or
+    unknown symbol, a permission denied) is reported to it and the others go on; without
+    it the error is raised.
     """
     if is_client(source):
         async with source.stream() as session:  # type: ignore[attr-defined]
-            for channel, data in subscriptions:
-                await session.subscribe(channel, **dict(data))
+            await _subscribe_all(session, subscriptions, on_subscribe_error)
             async for event in session:
                 yield event
         return
     if is_session(source):
-        for channel, data in subscriptions:
-            await source.subscribe(channel, **dict(data))  # type: ignore[attr-defined]
+        await _subscribe_all(source, subscriptions, on_subscribe_error)
         async for event in source:  # type: ignore[attr-defined]
             yield event
         return
@@ -78,6 +81,20 @@ async def aiter_events(
         source = replay(source)  # type: ignore[arg-type]
     async for event in _paced(_as_async(source), speed):
         yield event
+
+
+async def _subscribe_all(
+    session: Any, subscriptions: Sequence[Subscription], on_error: OnSubscribeError | None
+) -> None:
+    for channel, data in subscriptions:
+        try:
+            await session.subscribe(channel, **dict(data))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if on_error is None:
+                raise
+            on_error((channel, data), exc)
 
 
 async def _as_async(source: object) -> AsyncIterator[Any]:

@@ -8,30 +8,37 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import ipywidgets as widgets
+import pandas as pd
 
 from toolkit.stream._events import SessionEvent, TickerEvent, TickersEvent
 from toolkit.widgets._base import LiveView
 from toolkit.widgets._sources import Subscription, aiter_events, describe_source
+from toolkit.widgets._theme import STYLE, grid, price_text, when
 from toolkit.widgets._throttle import Clock
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
-_COLUMNS = ("symbol", "bid", "ask", "last", "change", "trend", "updated (UTC)")
-_GRID = "display:grid;grid-template-columns:90px 110px 110px 110px 90px 150px 110px;gap:4px;"
-# The flash is a CSS animation, so a highlight costs no extra repaint to switch off.
-_STYLE = """<style>
-@keyframes tk-flash-up {from {background:#b7f5c4;} to {background:transparent;}}
-@keyframes tk-flash-down {from {background:#ffc9c9;} to {background:transparent;}}
-.tk-up {animation: tk-flash-up 0.8s ease-out; color:#1a7f37;}
-.tk-down {animation: tk-flash-down 0.8s ease-out; color:#cf222e;}
-.tk-row {font-family: ui-monospace, monospace; font-size: 12px;}
-.tk-row span {padding: 0 2px; text-align: right;}
-.tk-row span.tk-sym {text-align: left; font-weight: 600;}
-.tk-row span.tk-spark {text-align: left; letter-spacing: -1px;}
-</style>"""
+# (header, CSS class of the column's cells): the header shares its cells' alignment
+_COLUMNS = (
+    ("symbol", "tk-sym"),
+    ("bid", "tk-num"),
+    ("ask", "tk-num"),
+    ("last", "tk-num"),
+    ("change", "tk-num"),
+    ("trend", "tk-spark"),
+    ("updated (UTC)", "tk-num"),
+)
+
+
+def _grid(spark_len: int) -> str:
+    """Columns that size from the container: each has a readable minimum (the sparkline's
+    is its ``spark_len`` blocks) and shares what is left."""
+    return grid(
+        "minmax(5.5em, 1fr) repeat(3, minmax(6.5em, 1.1fr)) minmax(5.2em, 0.8fr) "
+        f"minmax({spark_len * 0.55 + 0.5:.1f}em, 1.6fr) minmax(9.8em, 1fr)"
+    )
 
 
 def sparkline(values: Iterable[float]) -> str:
@@ -47,11 +54,7 @@ def sparkline(values: Iterable[float]) -> str:
 
 
 def _fmt(value: float) -> str:
-    if math.isnan(value):
-        return "–"
-    if abs(value) >= 1000:
-        return f"{value:,.2f}"
-    return f"{value:.4f}"
+    return price_text(value)
 
 
 @dataclass(slots=True)
@@ -68,6 +71,8 @@ class TickerRow:
     spark: deque[float] = field(default_factory=deque)
     # what the widget shows now, to flash only the cells that moved since
     shown: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    # why this pair has no data (its subscription failed), '' when it is fine
+    error: str = ""
 
     @property
     def change(self) -> float:
@@ -83,13 +88,44 @@ class TickerView(LiveView):
 
     ``source`` is a client (subscribes ``watchTickers`` when ``symbols`` is None, one
     ``watchTicker`` per symbol otherwise), a recording path or ``tk.replay(...)`` iterator,
-    or any (async) iterable of ticker events. The view starts itself as a task on the
-    running loop when there is one (Jupyter) unless ``autostart=False``; otherwise call
-    ``start()`` inside a loop or ``await view.run()``. ``stop()`` cancels the task (closing
-    its stream) and closes the widgets; ``speed`` paces a recording (None: at once).
-    However fast ticks arrive, the widgets repaint at most ``max_hz``
-    times per second on ``clock`` (injectable for tests), pushing only the rows that changed
-    since the last repaint. Memory is bounded by the number of pairs.
+    or any (async) iterable of ticker events. A symbol the service refuses (unknown, badly
+    written, not permitted) becomes a row that says why; the other pairs keep going.
+
+    The view starts itself as a task on the running loop when there is one (Jupyter)
+    unless ``autostart=False``; otherwise call ``start()`` inside a loop or
+    ``await view.run()``. ``stop()`` cancels the task (closing its stream) and leaves the
+    last prices on screen marked "stopped"; ``close()`` also removes the widgets;
+    ``to_frame()`` returns the table as a DataFrame. ``speed`` paces a recording (None: at
+    once). However fast ticks arrive, the widgets repaint at most ``max_hz`` times per
+    second on ``clock`` (injectable for tests), pushing only the rows that changed since
+    the last repaint. Memory is bounded by the number of pairs.
+
+    Parameters
+    ----------
+    source : Client, str, os.PathLike or iterable of events
+        Where the ticks come from: a live client, a recording folder, ``tk.replay(...)``
+        or any (async) iterable of ticker events.
+    symbols : sequence of str, optional
+        Pairs to show, ``BASE/QUOTE`` (any case). None: every pair of ``watchTickers``.
+    max_hz : float, default 10.0
+        Most repaints per second.
+    spark_len : int, default 30
+        Number of last prices in the sparkline.
+    only_priority : bool, default False
+        With ``symbols=None``, subscribe ``watchTickers`` with ``onlyPriority``.
+    speed : float, optional
+        Replay pace (2.0 = twice real time); None replays at once.
+    clock : callable, optional
+        Monotonic clock of the repaint throttle (tests pass a fake one).
+    autostart : bool, default True
+        Start on the running loop, if there is one.
+
+    Examples
+    --------
+    >>> view = tk.TickerView(client, symbols=["BTC/BRL", "ETH/BRL"])  # doctest: +SKIP
+    >>> view            # displays the live table  # doctest: +SKIP
+    >>> view.to_frame()  # the prices now, as a DataFrame  # doctest: +SKIP
+    >>> view.stop()      # freezes the table  # doctest: +SKIP
     """
 
     def __init__(
@@ -106,7 +142,11 @@ class TickerView(LiveView):
     ) -> None:
         super().__init__(max_hz=max_hz, clock=clock)
         self._source = source
-        self._symbols: tuple[str, ...] | None = tuple(symbols) if symbols is not None else None
+        self._symbols: tuple[str, ...] | None = (
+            tuple(dict.fromkeys(str(s).strip().upper() for s in symbols))
+            if symbols is not None
+            else None
+        )
         self._only_priority = only_priority
         self._speed = speed
         self._spark_len = spark_len
@@ -114,11 +154,14 @@ class TickerView(LiveView):
         self._row_widgets: dict[str, widgets.HTML] = {}
         self._dirty_rows: set[str] = set()
         self._kind = describe_source(source)
-        header = "".join(f"<span>{html.escape(c)}</span>" for c in _COLUMNS)
+        header = "".join(f"<span class='{cls}'>{html.escape(c)}</span>" for c, cls in _COLUMNS)
+        self._grid = _grid(spark_len)
         self._header = widgets.HTML(
-            value=f"{_STYLE}<div class='tk-row' style='{_GRID}color:#57606a'>{header}</div>"
+            value=f"{STYLE}<div class='tk-row tk-head tk-grid tk-view' style='{self._grid}'>"
+            f"{header}</div>",
+            layout=_fill(),
         )
-        self._body = widgets.VBox()
+        self._body = widgets.VBox(layout=_fill())
         self._container.children = (self._status, self._header, self._body)
         if self._symbols is not None:
             for symbol in self._symbols:
@@ -148,8 +191,48 @@ class TickerView(LiveView):
             self._rows[symbol] = row
             # one widget per pair, created the first time the pair is seen and then only
             # updated in place
-            self._row_widgets[symbol] = widgets.HTML(value=self._row_html(row, flash=False))
+            self._row_widgets[symbol] = widgets.HTML(
+                value=self._row_html(row, flash=False), layout=_fill()
+            )
         return row
+
+    def set_error(self, symbol: str, message: str) -> None:
+        """Show ``symbol``'s row as an error (its subscription failed); others go on."""
+        symbol = symbol.strip().upper()
+        new = symbol not in self._rows
+        row = self._row(symbol)
+        if new:
+            self._body.children = (*self._body.children, self._row_widgets[symbol])
+        row.error = message
+        self._dirty_rows.add(symbol)
+        self._paint_soon()
+
+    def _on_subscribe_error(self, subscription: Subscription, exc: Exception) -> None:
+        _channel, data = subscription
+        symbol = str(data.get("symbol", "") or "all pairs")
+        self.set_error(symbol, f"{type(exc).__name__}: {exc}")
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table now: one row per pair (``symbol``, ``bid``, ``ask``, ``last``,
+        ``change`` as a fraction, ``updated`` UTC, ``ticks``, ``error``), in display order."""
+        rows = list(self._rows.values())
+        frame = pd.DataFrame(
+            {
+                "symbol": pd.array([r.symbol for r in rows], dtype="string"),
+                "bid": pd.array([r.bid for r in rows], dtype="float64"),
+                "ask": pd.array([r.ask for r in rows], dtype="float64"),
+                "last": pd.array([r.last for r in rows], dtype="float64"),
+                "change": pd.array([r.change for r in rows], dtype="float64"),
+                "updated": pd.to_datetime(
+                    pd.Series([r.timestamp or None for r in rows], dtype="float64"),
+                    unit="ms",
+                    utc=True,
+                ).astype("datetime64[ms, UTC]"),
+                "ticks": pd.array([r.ticks for r in rows], dtype="int64"),
+                "error": pd.array([r.error or None for r in rows], dtype="string"),
+            }
+        )
+        return frame
 
     def apply(self, event: Any) -> bool:
         """Fold one event into the state (sans-I/O); True when a row changed."""
@@ -182,6 +265,7 @@ class TickerView(LiveView):
         row.last = last
         row.timestamp = int(ticker.timestamp)
         row.ticks += 1
+        row.error = ""
         self._dirty_rows.add(symbol)
         return True
 
@@ -199,29 +283,34 @@ class TickerView(LiveView):
 
     def _row_html(self, row: TickerRow, *, flash: bool) -> str:
         def cell(value: float, before: float) -> str:
-            cls = ""
+            cls = "tk-num"
             if flash and not math.isnan(before) and value != before:
-                cls = " class='tk-up'" if value > before else " class='tk-down'"
-            return f"<span{cls}>{_fmt(value)}</span>"
+                cls += " tk-up" if value > before else " tk-down"
+            return f"<span class='{cls}'>{_fmt(value)}</span>"
 
+        start = (
+            f"<div class='tk-row tk-grid tk-view' style='{self._grid}' "
+            f"data-symbol='{html.escape(row.symbol)}'"
+        )
+        symbol = f"<span class='tk-sym'>{html.escape(row.symbol)}</span>"
+        if row.error:
+            message = html.escape(row.error)
+            return (
+                f"{start} data-error='1'>{symbol}"
+                f"<span class='tk-err' title='{message}'>{message}</span></div>"
+            )
         change = row.change
         if math.isnan(change):
-            change_html = "<span>–</span>"
+            change_html = "<span class='tk-num'>–</span>"
         else:
-            colour = "#1a7f37" if change > 0 else "#cf222e" if change < 0 else "#57606a"
-            change_html = f"<span style='color:{colour}'>{change * 100:+.2f}%</span>"
-        updated = (
-            datetime.fromtimestamp(row.timestamp / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
-            if row.timestamp
-            else "–"
-        )
+            tone = "tk-good" if change > 0 else "tk-bad" if change < 0 else "tk-muted"
+            change_html = f"<span class='tk-num {tone}'>{change * 100:+.2f}%</span>"
         return (
-            f"<div class='tk-row' style='{_GRID}' data-symbol='{html.escape(row.symbol)}'>"
-            f"<span class='tk-sym'>{html.escape(row.symbol)}</span>"
+            f"{start}>{symbol}"
             f"{cell(row.bid, row.shown[0])}{cell(row.ask, row.shown[1])}"
             f"{cell(row.last, row.shown[2])}{change_html}"
             f"<span class='tk-spark'>{sparkline(row.spark)}</span>"
-            f"<span>{updated}</span></div>"
+            f"<span class='tk-num'>{when(row.timestamp)}</span></div>"
         )
 
     def _all_widgets(self) -> list[widgets.Widget]:
@@ -238,7 +327,12 @@ class TickerView(LiveView):
     async def run(self) -> None:
         """Consume the source until it ends or the task is cancelled."""
         self._set_state("connecting" if self._kind == "live" else "replaying")
-        async for event in aiter_events(self._source, self.subscriptions, speed=self._speed):
+        async for event in aiter_events(
+            self._source,
+            self.subscriptions,
+            speed=self._speed,
+            on_subscribe_error=self._on_subscribe_error,
+        ):
             if self.apply(event):
                 self._paint_soon()
         await self._final_paint()
@@ -249,3 +343,8 @@ class TickerView(LiveView):
         return (
             f"TickerView(pairs={len(self._rows)}, state={self.state!r}, repaints={self.repaints})"
         )
+
+
+def _fill() -> widgets.Layout:
+    """A layout that takes the container's width (its margins included)."""
+    return widgets.Layout(width="auto", align_self="stretch")

@@ -1,0 +1,104 @@
+"""What the order view shows, apart from its widgets: the statuses and filters, the
+badges, the grid of a row, the legend, and a cancel's outcome text as the order moves on."""
+
+from __future__ import annotations
+
+import html
+
+from toolkit.widgets._theme import grid
+
+# PRODUCT.md reads the shortcuts literally; market "pending" can still execute too.
+ACTIVE_STATUSES = frozenset({"OPEN", "TRIGGERED", "PROCESSING", "PENDING"})
+STATUS_ORDER = (
+    "OPEN",
+    "TRIGGERED",
+    "PROCESSING",
+    "PENDING",
+    "CANCELLING",
+    "EXECUTED",
+    "CLOSED",
+    "EXPIRED",
+    "CANCELLED",
+    "REJECTED",
+)
+FILTERS = ("ALL", "ACTIVE", "FINALIZED", *STATUS_ORDER)
+FINAL_STATUSES = frozenset(STATUS_ORDER) - ACTIVE_STATUSES - {"CANCELLING"}
+COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "updated (UTC)")
+# Columns size from the container (no fixed total width); the timeline takes what is left
+# and stays on one line, its full history in the tooltip.
+
+
+def order_grid(id_chars: int = 13) -> tuple[str, float]:
+    """The grid of the order rows and its narrowest width (em of the table's font); the
+    first column fits ids of ``id_chars`` characters (the longest shown), so an id is
+    never cut and every row lines up."""
+    id_em = max(8.0, 0.62 * id_chars + 0.4)
+    mins = (id_em, 3.7, 5.0, 2.5, 6.2, 7.0, 13.5, 9.8)
+    weights = (1.2, 0.4, 0.5, 0.3, 0.7, 0.6, 2.0, 1.0)
+    columns = " ".join(f"minmax({m:.1f}em, {w}fr)" for m, w in zip(mins, weights, strict=True))
+    return grid(columns), sum(mins) + 0.5 * (len(mins) - 1)
+
+
+# the timeline shows this many last steps; the tooltip has them all
+TIMELINE_STEPS = 2
+LEGEND = (
+    "<div class='tk-legend tk-view'><span class='tk-rec'>italic</span> = status read over "
+    "REST (fetchOrder) after a connection gap, not received as a notification; hover a "
+    "timeline for the whole history</div>"
+)
+_LABELS = {
+    "accepted": "accepted",
+    "deferred": "deferred",
+    "already_final": "was final",
+    "already_cancelling": "already cancelling",
+    "not_found": "not found",
+}
+#: what each outcome means, for the tooltip
+MEANINGS = {
+    "accepted": "the order was OPEN and is now CANCELLING; CANCELLED follows",
+    "deferred": "the order is executing: the service recorded the cancel and honours it if "
+    "the order returns to OPEN; do not resend",
+    "already_final": "the order had already finished: nothing to cancel",
+    "already_cancelling": "a cancel of this order is already in progress",
+    "not_found": "no such order here",
+}
+
+
+def badge(status: str, status_raw: str | None = None) -> str:
+    """A coloured badge for ``status``, always in the canonical (upper) case; the case the
+    service sent, when different, is in the tooltip."""
+    canonical = status.upper()
+    sent = ""
+    if status_raw not in (None, canonical):
+        sent = f" title='sent as {html.escape(str(status_raw))}'"
+    text = html.escape(canonical)
+    return f"<span class='tk-badge' data-status='{text}'{sent}>{text}</span>"
+
+
+def matches(status: str, flt: str) -> bool:
+    """Whether an order in (canonical) ``status`` passes the filter ``flt``."""
+    if flt == "ALL":
+        return True
+    if flt == "ACTIVE":
+        return status in ACTIVE_STATUSES
+    if flt == "FINALIZED":
+        return status not in ACTIVE_STATUSES
+    return status == flt
+
+
+def outcome_label(outcome: str, result_status: str | None, current: str | None) -> tuple[str, str]:
+    """The text and tone class of a cancel's outcome, following the order since: an
+    accepted cancel reads "accepted (CANCELLING)" until the order is CANCELLED, then
+    "cancelled"; a cancel the order outran reads "too late: EXECUTED". Short enough for the
+    view's outcome cell; the tooltip says what each means (``MEANINGS``)."""
+    label = _LABELS.get(outcome, outcome)
+    status = (result_status or "").upper()
+    if current and current != status:
+        if current == "CANCELLED":
+            return "cancelled", "tk-good"
+        if current in FINAL_STATUSES:
+            return f"too late: {current}", "tk-warn"
+    tone = "tk-good" if outcome == "accepted" else "tk-warn"
+    if not status or outcome == "already_cancelling":
+        return label, tone
+    return f"{label} ({status})", tone
