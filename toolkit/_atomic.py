@@ -29,9 +29,20 @@ def fsync_path(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _temp_name(path: Path) -> Path:
+    """A new empty file beside ``path``, with the permissions a plain ``open()`` would
+    give (``mkstemp`` makes it private, and the rename would keep that)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     return Path(tmp)
 
 

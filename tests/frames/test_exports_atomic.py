@@ -108,3 +108,16 @@ def test_a_file_in_place_of_the_folder_is_refused(tmp_path: Path) -> None:
     target.write_text("x")
     with pytest.raises(InvalidRequest, match="not a folder"):
         _frames(1).to_parquet(target)
+
+
+def test_files_get_the_permissions_of_a_plain_open(tmp_path: Path) -> None:
+    # mkstemp makes its file 0600 and the rename keeps it; others could not read exports
+    mask = os.umask(0o022)
+    try:
+        paths = _frames(1).to_parquet(tmp_path)
+        plain = tmp_path / "plain"
+        plain.write_text("x")
+    finally:
+        os.umask(mask)
+    for path in [*paths.values(), tmp_path / MANIFEST]:
+        assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777 == 0o644

@@ -60,8 +60,9 @@ class Rest:
     cancel_profile_in: Literal["body", "query"] = "body"
     #: success status of an accepted cancel (the client accepts any 2xx)
     cancel_status: int = 202
-    #: batch cancel (POST): route and the field of the id list
+    #: batch cancel (POST): route
     batch_cancel_path: str = "/orders/limit/orders/cancel"
+    #: batch cancel: request body field of the id list
     batch_ids_field: str = "orderIds"
     #: ids per batch-cancel request
     batch_cancel_max: int = 100
@@ -73,6 +74,8 @@ class Rest:
 class Listing:
     """``GET /orders/limit/orders``: page size and the nine list-item fields (spec 2.5, 8)."""
 
+    #: page size asked for when none is given, and the smallest and largest the listing
+    #: accepts (spec 4.2: a size out of bounds is a 400)
     page_default: int = 50
     page_min: int = 1
     page_max: int = 100
