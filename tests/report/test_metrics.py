@@ -100,7 +100,8 @@ def test_quote_slippage_is_notional_weighted() -> None:
         quotes=[quote("a", 0, "venueA", 100.0), quote("b", 0, "venueA", 100.0)],
     )
     tables = _metrics.all_tables(frames)
-    row = tables["slippage"].set_index("metric").loc["quote slippage"]
+    slip = tables["slippage"]
+    row = slip[slip["type"] == "all"].set_index("metric").loc["quote slippage"]
     assert row["weighted_mean_bp"] == pytest.approx(25.0)
     assert row["mean_bp"] == pytest.approx(20.0)
     summary = tables["summary"].set_index("metric")
@@ -229,7 +230,10 @@ def test_arrival_uses_the_last_quote_at_or_before_creation_never_after() -> None
 
 def test_arrival_ignores_stale_tickers() -> None:
     frames = make_frames([closed_order("b", "buy", 101.0)])
-    market = market_frame([ticker("BTC/BRL", T0_MS - 61_000, 100.0)])
+    # the ETH ticker after createdAt: the recording runs past the order
+    market = market_frame(
+        [ticker("BTC/BRL", T0_MS - 61_000, 100.0), ticker("ETH/BRL", T0_MS + 5_000, 50.0)]
+    )
     assert math.isnan(po_of(frames, market)["arrival_slippage_bp"].iloc[0])
     po = po_of(frames, market, max_quote_age=None)
     assert po["arrival_slippage_bp"].iloc[0] == pytest.approx(100.0)
@@ -242,9 +246,12 @@ def test_markouts_signed_against_the_client() -> None:
             closed_order("s", "sell", 100.0, cost=300.0),
         ]
     )
+    # t0 = executedAt = T0 + 2 s; the mid at t0 + h is the last one at or before it
     rows = [ticker("BTC/BRL", T0_MS + h * 1_000, 100.0) for h in (-60, -20, 0, 20)]
     # one minute later the mid is 99: the buy lost, the sell gained
     rows += [ticker("BTC/BRL", T0_MS + 60_000, 99.0), ticker("BTC/BRL", T0_MS + 120_000, 101.0)]
+    # the recording runs until T0 + 130 s: it covers t0 + 120 s = T0 + 122 s
+    rows += [ticker("BTC/BRL", T0_MS + 130_000, 101.0)]
     po = po_of(frames, market_frame(rows))
     assert po.loc["b", "markout_0s_bp"] == pytest.approx(0.0)
     # buy: (100 - 99) / 99 x 1e4 = +101.01 bp (the price fell after buying)
@@ -259,7 +266,7 @@ def test_markouts_signed_against_the_client() -> None:
     assert m.loc[60, "weighted_mean_bp"] == pytest.approx(-0.5 * 1e4 / 99)
 
 
-def test_limit_markouts_anchor_on_trigger_time() -> None:
+def test_limit_markouts_anchor_on_execution() -> None:
     order = closed_order(
         "l",
         "buy",
@@ -273,9 +280,11 @@ def test_limit_markouts_anchor_on_trigger_time() -> None:
         ticker("BTC/BRL", T0_MS - 3_600_000, 90.0),
         ticker("BTC/BRL", T0_MS, 100.0),
         ticker("BTC/BRL", T0_MS + 60_000, 98.0),
+        ticker("BTC/BRL", T0_MS + 61_000, 98.0),
     ]
     po = po_of(make_frames([order]), market_frame(rows))
-    # arrival is at creation (mid 90); markouts run from the trigger (mid 100 then 98)
+    # arrival is at creation (mid 90); markouts run from executedAt = T0 + 0.5 s (mid 100
+    # then, at T0 + 60.5 s, 98)
     assert po.loc["l", "arrival_slippage_bp"] == pytest.approx((100 - 90) / 90 * 1e4)
     assert po.loc["l", "markout_0s_bp"] == pytest.approx(0.0)
     assert po.loc["l", "markout_60s_bp"] == pytest.approx((100 - 98) / 98 * 1e4)
@@ -284,7 +293,8 @@ def test_limit_markouts_anchor_on_trigger_time() -> None:
 def test_mid_falls_back_to_last_without_bid_and_ask() -> None:
     row = ticker("BTC/BRL", T0_MS - 1_000, 0.0)
     row.update(bid=np.nan, ask=np.nan, last=100.0)
-    po = po_of(make_frames([closed_order("b", "buy", 101.0)]), market_frame([row]))
+    later = ticker("ETH/BRL", T0_MS + 1_000, 50.0)
+    po = po_of(make_frames([closed_order("b", "buy", 101.0)]), market_frame([row, later]))
     assert po.loc["b", "arrival_mid"] == 100.0
 
 
@@ -317,10 +327,9 @@ def test_fee_cost_crypto_converted_and_operational_apart() -> None:
     )
     frames = make_frames([order, only_crypto])
     po = po_of(frames)
-    assert po.loc["f", "fee_cost_bp"] == pytest.approx(10.0)
+    assert po.loc["f", "venue_fee_bp"] == pytest.approx(10.0)
     # 0.0001 BTC x 100,000 = 10 BRL: converted at the fill price before any comparison
     assert po.loc["f", "fee_cripto_fiat"] == pytest.approx(10.0)
-    assert po.loc["f", "fee_cripto_bp"] == pytest.approx(10.0)
     assert po.loc["f", "operational_bp"] == pytest.approx(5.0)
     # one venue fee (not fee.cost + fee.cripto) plus the operational fees
     assert po.loc["f", "fee_total_bp"] == pytest.approx(15.0)
@@ -331,8 +340,10 @@ def test_fee_cost_crypto_converted_and_operational_apart() -> None:
     fees: Any = _metrics.fees(_metrics.per_order(frames)).set_index("symbol").loc["BTC/BRL"]
     assert fees["orders"] == 2
     assert fees["orders_above_tier"] == 1
-    assert fees["fee_cost"] == pytest.approx(10.0)
-    assert fees["fee_cost_bp"] == pytest.approx(10.0)  # only "f" carries fee.cost
+    # one venue fee column: 10 (fee.cost of "f") + 100 (fee.cripto x average of "c")
+    assert fees["venue_fee"] == pytest.approx(110.0)
+    assert "fee_cost" not in fees.index and "fee_cripto_fiat" not in fees.index
+    assert fees["currency"] == "BRL"
     assert fees["venue_fee_bp"] == pytest.approx(110.0 / 110_000 * 1e4)
     assert fees["operational_bp"] == pytest.approx(5.0 / 110_000 * 1e4)
     # rate weighted by notional: (10,000 x 0.0012 + 100,000 x 0.001) / 110,000
@@ -593,7 +604,8 @@ def test_single_order() -> None:
     )
     tables = _metrics.all_tables(frames)
     assert_all_tables_typed(tables)
-    assert tables["slippage"]["p90_bp"].iloc[0] == pytest.approx(100.0)
+    slip = tables["slippage"].set_index(["type", "metric"])
+    assert slip.loc[("market", "quote slippage"), "p90_bp"] == pytest.approx(100.0)
     assert tables["time_to_execution"]["p99_s"].iloc[0] == pytest.approx(2.0)
     assert tables["data_checks"].empty
 

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
     if args.market:
         if not Path(args.market).is_dir():
             raise InvalidRequest(f"--market {args.market} is not a recording folder")
-        from toolkit.recording._read import read_recording
-
-        market = read_recording(args.market, channel="watchticker")
+        # the root: the report reads watchticker and watchtickers (one row per pair) and
+        # the _session rows that say where the recording has gaps
+        market = Path(args.market)
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)
     out = Path(args.out)
     report.to_html(out)

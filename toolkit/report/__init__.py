@@ -1,8 +1,11 @@
-"""The execution-quality report: slippage, routing, fees, fills, latency and data checks
-of a set of orders, as tables, figures, HTML and Parquet (``tk.execution_report``).
+"""The execution-quality report: the cost decomposition (routing gap, execution slippage,
+fees), slippage, routing, contingencies, markouts, limit-order analytics, fees, fills,
+latency, robust aggregates and data checks of a set of orders, as tables, figures, HTML and
+Parquet (``tk.execution_report``).
 
-May import ``toolkit.errors``, ``toolkit.protocol``, ``toolkit.frames`` and ``toolkit.recording``
-(market data from a recording); never the client, the stream or the views."""
+May import ``toolkit.errors``, ``toolkit.protocol``, ``toolkit.profile``, ``toolkit.frames``,
+``toolkit.recording`` (market data from a recording) and ``toolkit._atomic`` (every file
+written whole or not at all); never the client, the stream or the views."""
 
 from __future__ import annotations
 

@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from toolkit._atomic import atomic_files, atomic_write
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
+from toolkit.report._market import read_market
+from toolkit.report._robust import Period
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,8 +28,20 @@ class ExecutionReport:
     """Every metric table of the report (``tables``, by name), its figures (drawn on first
     use from the tables alone), and the definition of each metric.
 
-    ``tables["per_order"]`` holds the per-order metrics every other table derives from;
-    ``report["venues"]`` is ``report.tables["venues"]``."""
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Every table the sections name, and ``per_order`` (the per-order metrics every
+        other table derives from).
+    title : str
+        The page's title.
+
+    Notes
+    -----
+    ``report["venues"]`` is ``report.tables["venues"]``. The summary tables are
+    ``headline`` (market / limit / all with 95 % intervals), ``cost_decomposition`` and
+    ``summary``; ``report.definitions`` says what each metric is.
+    """
 
     def __init__(self, tables: Mapping[str, pd.DataFrame], *, title: str = DEFAULT_TITLE):
         missing = [n for n in _table_names() if n not in tables]
@@ -69,8 +84,21 @@ class ExecutionReport:
         return {name: _html.figure_png_base64(fig) for name, fig in self.figures.items()}
 
     def to_html(self, path: str | os.PathLike[str] | None = None, *, figures: bool = True) -> str:
-        """The whole report as one self-contained HTML page (figures as embedded PNG, or
-        left out with ``figures=False``); written to ``path`` if given."""
+        """The whole report as one self-contained HTML page.
+
+        Parameters
+        ----------
+        path : path, optional
+            Where to write the page; it appears whole or not at all (a temporary file
+            beside it, fsynced, renamed over it).
+        figures : bool
+            Embed the figures as PNG (False: tables only, a lighter page).
+
+        Returns
+        -------
+        str
+            The page.
+        """
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         body = _html.body_html(
             self.tables,
@@ -82,32 +110,90 @@ class ExecutionReport:
         if path is not None:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(page, encoding="utf-8")
+            # whole or not at all: a reader never sees half a page
+            atomic_write(target, lambda tmp: _write_public(tmp, page))
         return page
 
     def _repr_html_(self) -> str:
-        body = _html.body_html(self.tables, self._figure_pngs, self.title, self.describe())
+        # the summary open, every other section collapsed: a short notebook output
+        body = _html.body_html(
+            self.tables, self._figure_pngs, self.title, self.describe(), collapsed=True
+        )
         return _html.fragment_html(body)
 
     def __repr__(self) -> str:
         return f"<ExecutionReport: {self.describe()}; tables: {', '.join(self.tables)}>"
 
     def to_parquet(self, directory: str | os.PathLike[str]) -> Path:
-        """Write every table to ``directory/<name>.parquet``; returns the directory."""
+        """Write every table to ``directory/<name>.parquet``.
+
+        Parameters
+        ----------
+        directory : path
+            Created if needed. The tables are one set, written whole or not at all
+            (``_manifest.json``, written last, lists the members and their sizes).
+
+        Returns
+        -------
+        Path
+            ``directory``.
+        """
         out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, df in self.tables.items():
-            df.to_parquet(out / f"{name}.parquet", index=False)
+        with atomic_files(out) as files:
+            for name, df in self.tables.items():
+                df.to_parquet(files.path(f"{name}.parquet"), index=False)
+        return out
+
+    def save_figures(self, directory: str | os.PathLike[str], *, dpi: int = 100) -> Path:
+        """Write every figure to ``directory/<name>.png``.
+
+        Parameters
+        ----------
+        directory : path
+            Created if needed; the PNGs are one set, written whole or not at all.
+        dpi : int
+            Resolution of the PNGs.
+
+        Returns
+        -------
+        Path
+            ``directory``.
+        """
+        out = Path(directory)
+        with atomic_files(out) as files:
+            for name, fig in self.figures.items():
+                fig.savefig(files.path(f"{name}.png"), format="png", dpi=dpi)
         return out
 
     @classmethod
     def read_parquet(
         cls, directory: str | os.PathLike[str], *, title: str = DEFAULT_TITLE
     ) -> ExecutionReport:
-        """A report from the tables ``to_parquet`` wrote (figures are drawn again)."""
+        """A report from the tables ``to_parquet`` wrote (figures are drawn again).
+
+        Parameters
+        ----------
+        directory : path
+            A folder ``to_parquet`` wrote.
+        title : str
+            The page's title.
+
+        Returns
+        -------
+        ExecutionReport
+        """
         d = Path(directory)
         tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
         return cls(tables, title=title)
+
+
+def _write_public(tmp: Path, text: str) -> None:
+    """Write a page meant to be shared: the permissions a plain open() would give (the
+    temporary file of an atomic write is private to its owner)."""
+    tmp.write_text(text, encoding="utf-8")
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o666 & ~umask)
 
 
 def _table_names() -> list[str]:
@@ -121,17 +207,34 @@ def execution_report(
     *,
     max_quote_age: float | None = 60.0,
     title: str = DEFAULT_TITLE,
+    compare: tuple[Period, Period] | None = None,
 ) -> ExecutionReport:
-    """The execution-quality report of ``frames`` (an ``OrderFrames``).
+    """The execution-quality report of ``frames``.
 
-    ``market``: a ticker recording (columns ``symbol, bid, ask, last, timestamp`` and
-    ``received_at``), or the root of a recording dataset read with
-    ``read_recording(root, channel="watchticker")``; it enables arrival slippage and
-    markouts. ``max_quote_age`` (seconds, None = no limit): an older ticker is not a
-    price at that moment and is not used."""
+    Parameters
+    ----------
+    frames : OrderFrames
+        The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
+        through ``frames.quote_fields``, the profile's mapping).
+    market : DataFrame or path, optional
+        The root of a recording (its ``watchticker`` and ``watchtickers`` rows, one per
+        pair, and its ``_session`` rows are read), or such rows as a DataFrame (columns
+        ``symbol, bid, ask, last`` and ``timestamp``/``updated_at``/``received_at``;
+        ``channel``, ``kind``, ``gap_start``, ``gap_end`` for session rows). Enables
+        arrival slippage, markouts and the limit-order distances.
+    max_quote_age : float or None
+        Seconds; an older ticker is not a price at that moment (None: no limit).
+    title : str
+        The page's title.
+    compare : pair of periods, optional
+        ``((start_a, end_a), (start_b, end_b))`` of ``createdAt`` (half-open, None =
+        open): the headline of each, side by side, in the ``comparison`` table.
+
+    Returns
+    -------
+    ExecutionReport
+    """
     if market is not None and not isinstance(market, pd.DataFrame):
-        from toolkit.recording._read import read_recording
-
-        market = read_recording(market, channel="watchticker")
-    tables = _metrics.all_tables(frames, market, max_quote_age=max_quote_age)
+        market = read_market(market)
+    tables = _metrics.all_tables(frames, market, max_quote_age=max_quote_age, compare=compare)
     return ExecutionReport(tables, title=title)

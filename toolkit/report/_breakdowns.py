@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import NONE_LABEL, WEIGHTS, _conform, _text, empty
-from toolkit.report._fills import maker_share
+from toolkit.report._fills import maker_by_order, maker_share
 
 AGG_COLUMNS: dict[str, str] = {
     "orders": "int64",
@@ -17,6 +17,8 @@ AGG_COLUMNS: dict[str, str] = {
     "notional": "float64",
     "quote_slippage_bp": "float64",
     "best_quote_slippage_bp": "float64",
+    "routing_gap_bp": "float64",
+    "total_cost_bp": "float64",
     "best_venue_hit_rate": "float64",
     "arrival_slippage_bp": "float64",
     "fee_total_bp": "float64",
@@ -31,7 +33,12 @@ def aggregate(po: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     cols = {k: "str" for k in keys} | AGG_COLUMNS
     if po.empty:
         return empty(cols if by else AGG_COLUMNS)
-    work = po.assign(_all="all", _one=1.0, _exec=po["executed"].astype("int64"))
+    # only the columns the aggregates read: po has a hundred
+    needed = {*keys, *WEIGHTS, *WEIGHTS.values(), "notional", "tte_s", "executed"}
+    needed -= {"_all", "_one"}
+    work = po[[c for c in po.columns if c in needed]].assign(
+        _all="all", _one=1.0, _exec=po["executed"].astype("int64")
+    )
     sums: dict[str, pd.Series] = {}
     for metric, weight in WEIGHTS.items():
         w = work[weight]
@@ -54,67 +61,100 @@ def aggregate(po: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     return _conform(out, cols if by else AGG_COLUMNS)
 
 
-def summary(po: pd.DataFrame, trades: pd.DataFrame | None) -> pd.DataFrame:
-    """Headline numbers: metric, value, unit, orders (how many orders the value rests on)."""
-    cols = {"metric": "str", "value": "float64", "unit": "str", "orders": "int64"}
+SUMMARY_COLUMNS = {
+    "metric": "str",
+    "value": "float64",
+    "unit": "str",
+    "orders": "int64",
+    "market": "float64",
+    "market_orders": "int64",
+    "limit": "float64",
+    "limit_orders": "int64",
+}
+
+
+def _currency_unit(po: pd.DataFrame) -> str:
+    found = sorted({c for c in po["currency"].dropna().astype(str) if c})
+    return found[0] if len(found) == 1 else "quote currency"
+
+
+def _summary_rows(po: pd.DataFrame, by_order: pd.DataFrame) -> list[tuple[str, float, int]]:
     a = aggregate(po)
-    if a.empty:
-        return empty(cols)
-    row = a.iloc[0]
+    row = a.iloc[0] if len(a) else pd.Series(dtype="float64")
     ex = po[po["executed"]]
     tte = ex["tte_s"].dropna()
-    maker = maker_share(trades, po)
+    maker = maker_share(None, po, by_order)
     maker_all = maker[maker["venue"] == "(all)"]
-    rows: list[tuple[str, float, str, int]] = [
-        ("orders", float(row["orders"]), "count", int(row["orders"])),
-        ("executed orders", float(row["executed"]), "count", int(row["executed"])),
-        ("executed notional", float(row["notional"]), "fiat", int(row["executed"])),
-        (
-            "quote slippage",
-            row["quote_slippage_bp"],
-            "bp",
-            int(ex["quote_slippage_bp"].notna().sum()),
-        ),
+
+    def n(col: str) -> int:
+        return int(ex[col].notna().sum())
+
+    def get(name: str) -> float:
+        return float(row[name]) if name in row.index else np.nan
+
+    return [
+        ("orders", float(len(po)), len(po)),
+        ("executed orders", float(len(ex)), len(ex)),
+        ("executed notional", get("notional") if len(ex) else np.nan, len(ex)),
+        ("routing gap", get("routing_gap_bp"), n("routing_gap_bp")),
+        ("quote slippage", get("quote_slippage_bp"), n("quote_slippage_bp")),
         (
             "slippage vs best clean quote",
-            row["best_quote_slippage_bp"],
-            "bp",
-            int(ex["best_quote_slippage_bp"].notna().sum()),
+            get("best_quote_slippage_bp"),
+            n("best_quote_slippage_bp"),
         ),
-        (
-            "best-venue hit rate",
-            row["best_venue_hit_rate"],
-            "share",
-            int(ex["best_venue_hit"].notna().sum()),
-        ),
-        (
-            "arrival slippage",
-            row["arrival_slippage_bp"],
-            "bp",
-            int(ex["arrival_slippage_bp"].notna().sum()),
-        ),
-        (
-            "fees (venue + operational)",
-            row["fee_total_bp"],
-            "bp",
-            int(ex["fee_total_bp"].notna().sum()),
-        ),
-        ("fill rate", row["fill_rate"], "share", int(po["fill_rate"].notna().sum())),
-        ("median time to execution", row["median_tte_s"], "s", int(tte.size)),
-        (
-            "p90 time to execution",
-            float(tte.quantile(0.9)) if tte.size else np.nan,
-            "s",
-            int(tte.size),
-        ),
+        ("total cost", get("total_cost_bp"), n("total_cost_bp")),
+        ("best-venue hit rate", get("best_venue_hit_rate"), n("best_venue_hit")),
+        ("arrival slippage", get("arrival_slippage_bp"), n("arrival_slippage_bp")),
+        ("fees (venue + operational)", get("fee_total_bp"), n("fee_total_bp")),
+        ("fill rate", get("fill_rate"), int(po["fill_rate"].notna().sum())),
+        ("median time to execution", get("median_tte_s"), int(tte.size)),
+        ("p90 time to execution", float(tte.quantile(0.9)) if tte.size else np.nan, int(tte.size)),
         (
             "maker share (trades)",
             float(maker_all["maker_share"].iloc[0]) if len(maker_all) else np.nan,
-            "share",
             int(maker_all["trades"].iloc[0]) if len(maker_all) else 0,
         ),
     ]
-    return _conform(pd.DataFrame(rows, columns=list(cols)), cols)
+
+
+SUMMARY_UNITS = {
+    "orders": "count",
+    "executed orders": "count",
+    "best-venue hit rate": "share",
+    "fill rate": "share",
+    "maker share (trades)": "share",
+    "median time to execution": "s",
+    "p90 time to execution": "s",
+}
+
+
+def summary(
+    po: pd.DataFrame, trades: pd.DataFrame | None, by_order: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Headline numbers: metric, value, unit, orders (how many orders the value rests on),
+    for every order and apart for market and limit orders."""
+    if po.empty:
+        return empty(SUMMARY_COLUMNS)
+    if by_order is None:
+        by_order = maker_by_order(trades)
+    rows = _summary_rows(po, by_order)
+    # the type of each trade's order, to give market and limit orders their own trades
+    ids = pd.Index(po["orderId"].to_numpy(dtype=object))
+    at = ids.get_indexer(by_order.index.to_numpy(dtype=object))
+    order_type = np.where(at >= 0, po["type"].to_numpy(dtype=object)[np.maximum(at, 0)], "")
+    out = pd.DataFrame(rows, columns=["metric", "value", "orders"])
+    units = {"executed notional": _currency_unit(po)}
+    out["unit"] = out["metric"].map(lambda m: units.get(m, SUMMARY_UNITS.get(m, "bp")))
+    for t in ("market", "limit"):
+        part = po[po["type"] == t]
+        if part.empty:
+            out[t], out[f"{t}_orders"] = np.nan, 0
+            continue
+        sub = _summary_rows(part, by_order[order_type == t])
+        out[t] = [v for _, v, _ in sub]
+        out[f"{t}_orders"] = [k for _, _, k in sub]
+    return _conform(out, SUMMARY_COLUMNS)
 
 
 def _shares(po: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -126,7 +166,9 @@ def _shares(po: pd.DataFrame, key: str) -> pd.DataFrame:
     return out.reset_index()
 
 
-def venues(po: pd.DataFrame, trades: pd.DataFrame | None) -> pd.DataFrame:
+def venues(
+    po: pd.DataFrame, trades: pd.DataFrame | None, by_order: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Per venue: order and notional shares, best-venue hit rate, quote slippage, maker share."""
     cols = {
         "venue": "str",
@@ -144,7 +186,7 @@ def venues(po: pd.DataFrame, trades: pd.DataFrame | None) -> pd.DataFrame:
     agg = aggregate(po[po["executed"]], ["venue"]).set_index("venue")
     out["best_venue_hit_rate"] = out["venue"].map(agg["best_venue_hit_rate"]).astype("float64")
     out["quote_slippage_bp"] = out["venue"].map(agg["quote_slippage_bp"]).astype("float64")
-    maker = maker_share(trades, po).set_index("venue")
+    maker = maker_share(trades, po, by_order).set_index("venue")
     out["maker_share"] = out["venue"].map(maker["maker_share"]).astype("float64")
     return _conform(out, cols)
 
@@ -181,11 +223,21 @@ def contingencies(et: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     return _conform(per.reset_index(), cols), _conform(r, rcols)
 
 
-BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("symbol", "side", "venue", "rule", "type", "month")
+BREAKDOWN_DIMENSIONS: tuple[str, ...] = (
+    "symbol",
+    "side",
+    "venue",
+    "rule",
+    "type",
+    "month",
+    "hour",
+    "size_bucket",
+)
 
 
 def breakdown(po: pd.DataFrame) -> pd.DataFrame:
-    """The main metrics by each of symbol, side, venue, rule, order type and month."""
+    """The main metrics by each of symbol, side, venue, rule, order type, month, hour of
+    the day (UTC) and size bucket."""
     cols = {"dimension": "str", "group": "str"} | AGG_COLUMNS
     if po.empty:
         return empty(cols)

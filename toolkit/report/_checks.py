@@ -7,7 +7,12 @@ import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import _conform, _num, _text, empty
-from toolkit.report._definitions import CHECK_TOLERANCE_BP, OUTLIER_ABS_BP, OUTLIER_SIGMAS
+from toolkit.report._definitions import (
+    CHECK_TOLERANCE_BP,
+    FEE_CHECK_RELATIVE,
+    OUTLIER_ABS_BP,
+    OUTLIER_SIGMAS,
+)
 
 CHECK_COLUMNS = {
     "orderId": "str",
@@ -25,10 +30,40 @@ def data_checks(
     trades: pd.DataFrame | None,
     *,
     quote_problem: str | None = None,
+    duplicates: pd.Series | None = None,
 ) -> pd.DataFrame:
     """Orders whose numbers disagree with their trades, or whose slippage is an outlier;
-    ``quote_problem`` (the quotes could not be read) becomes a row of its own."""
+    ``quote_problem`` (the quotes could not be read) becomes a row of its own, and so
+    does each order id of ``duplicates`` (orderId -> rows dropped)."""
+    if len(orders) and "id" in orders.columns and _text(orders, "id").duplicated().any():
+        keep = _text(orders, "id")
+        orders = orders[~keep.duplicated(keep="last")]
     found: list[pd.DataFrame] = []
+    if duplicates is not None and len(duplicates):
+        found.append(
+            pd.DataFrame(
+                {
+                    "orderId": duplicates.index.astype(str),
+                    "check": "duplicate order id",
+                    "value": duplicates.to_numpy().astype("float64") + 1,
+                    "detail": "present more than once (overlapping loads?); the latest "
+                    "updatedAt is kept",
+                }
+            )
+        )
+    found.extend(_fee_checks(po, trades))
+    priced = po[po["executed"] & (po["average_source"] != "order")]
+    if len(priced):
+        found.append(
+            pd.DataFrame(
+                {
+                    "orderId": priced["orderId"],
+                    "check": "average missing",
+                    "value": priced["average"],
+                    "detail": "no average: priced from " + priced["average_source"].astype(str),
+                }
+            )
+        )
     if quote_problem:
         found.append(
             pd.DataFrame(
@@ -101,6 +136,63 @@ def data_checks(
     if not found:
         return empty(CHECK_COLUMNS)
     return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
+
+
+def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> list[pd.DataFrame]:
+    """fee.cost against fee.cripto x average, and the order's fees against its trades'."""
+    from toolkit.report._per_order import trade_totals
+
+    out: list[pd.DataFrame] = []
+
+    def flag(
+        mask: pd.Series, name: str, value: pd.Series, expected: pd.Series, detail: str
+    ) -> None:
+        if mask.any():
+            out.append(
+                pd.DataFrame(
+                    {
+                        "orderId": po.loc[mask, "orderId"],
+                        "check": name,
+                        "value": value[mask],
+                        "expected": expected[mask],
+                        "diff_bp": ((value - expected) / expected.where(expected != 0) * 1e4)[mask],
+                        "detail": detail,
+                    }
+                )
+            )
+
+    cost, cripto = po["fee_cost"], po["fee_cripto_fiat"]
+    both = (cost > 0) & (cripto > 0)
+    # fee.cost is rounded to cents, fee.cripto to 1e-8 units and the average to the
+    # price's decimals: a unit mistake is far beyond FEE_CHECK_RELATIVE of the fee
+    slack = 0.005 + 0.5e-8 * po["average"]
+    diff = (cost - cripto).abs()
+    off = both & (diff > slack) & (diff > FEE_CHECK_RELATIVE * cripto)
+    flag(off, "fee.cost vs fee.cripto x average", cost, cripto, "one fee in two units disagrees")
+    zero = (cost == 0) & (cripto > 0)
+    flag(
+        zero,
+        "fee.cost 0 beside fee.cripto",
+        cost,
+        cripto,
+        "fee counted from fee.cripto x average",
+    )
+    tt = trade_totals(trades)
+    if len(tt):
+        n = po["orderId"].map(tt["n"]).astype("float64")
+        # per trade: a cent of rounding, and in crypto that cent at the price plus 1e-8
+        slacks: dict[str, pd.Series | float] = {
+            "fee_cost": 0.005,
+            "fee_cripto": 0.005 / po["average"] + 0.5e-8,
+        }
+        for col, unit_slack in slacks.items():
+            summed = po["orderId"].map(tt[col]).astype("float64")
+            mine = po[col]
+            tol = unit_slack * n + 1e-12
+            bad = summed.notna() & mine.notna() & ((mine - summed).abs() > tol)
+            name = col.replace("_", ".")
+            flag(bad, f"order {name} vs sum of trade fees", mine, summed, "beyond rounding")
+    return out
 
 
 def _outliers(po: pd.DataFrame, col: str) -> list[pd.DataFrame]:

@@ -11,17 +11,16 @@ FEE_AMOUNTS = ("fee_cost", "fee_cripto_fiat", "venue_fee", "operational_fees")
 
 
 def fees(po: pd.DataFrame) -> pd.DataFrame:
-    """Per symbol: venue fee (fiat, and crypto at fill price, apart), operational fees, each
-    in bp of the notional of the orders that carry it; fee rate against the tier rate."""
+    """Per symbol: the venue fee counted (fee.cost, or fee.cripto priced at the fill) and
+    the operational fees, as amounts in the quote currency and in bp of the notional of the
+    orders that carry them, fee.cripto as reported (crypto units), and the fee rate against
+    the tier rate. fee.cost and fee.cripto x average are one fee: where they disagree the
+    data checks say so, rather than two more near-identical columns here."""
     cols = {
         "symbol": "str",
+        "currency": "str",
         "orders": "int64",
         "notional": "float64",
-        "fee_cost": "float64",
-        "fee_cost_bp": "float64",
-        "fee_cripto": "float64",
-        "fee_cripto_fiat": "float64",
-        "fee_cripto_bp": "float64",
         "venue_fee": "float64",
         "venue_fee_bp": "float64",
         "operational_fees": "float64",
@@ -30,6 +29,7 @@ def fees(po: pd.DataFrame) -> pd.DataFrame:
         "fee_rate": "float64",
         "tier_rate": "float64",
         "rate_vs_tier_bp": "float64",
+        "fee_cripto": "float64",
         "orders_above_tier": "int64",
     }
     ex = po[po["executed"] & (po["notional"] > 0)]
@@ -47,7 +47,7 @@ def fees(po: pd.DataFrame) -> pd.DataFrame:
         extra[f"_w_{col}"] = w.where(ex[col].notna())
         extra[f"_wx_{col}"] = ex[col] * w
     work = ex.assign(**extra)
-    g = work.groupby("symbol", sort=True)
+    g = work.groupby(["symbol", "currency"], sort=True)
     out = pd.DataFrame(
         {
             "orders": g.size(),
@@ -59,7 +59,7 @@ def fees(po: pd.DataFrame) -> pd.DataFrame:
     )
     for col in FEE_AMOUNTS:
         out[col] = g[col].sum(min_count=1)
-        bp = "operational_bp" if col == "operational_fees" else f"{col.removesuffix('_fiat')}_bp"
+    for col, bp in (("venue_fee", "venue_fee_bp"), ("operational_fees", "operational_bp")):
         out[bp] = out[col] / g[f"_w_{col}"].sum(min_count=1) * 1e4
     for col in ("fee_rate", "tier_rate"):
         out[col] = g[f"_wx_{col}"].sum(min_count=1) / g[f"_w_{col}"].sum(min_count=1)

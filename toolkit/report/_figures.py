@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from toolkit.report._definitions import MARKOUT_HORIZONS_S
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -16,7 +18,9 @@ if TYPE_CHECKING:
 Tables = Mapping[str, pd.DataFrame]
 
 #: at most this many points in a scatter: more only slows the PNG without showing more
-MAX_POINTS = 20_000
+MAX_POINTS = 5_000
+#: a CDF line drawn through at most this many quantiles
+CDF_POINTS = 1_000
 
 
 def _figure(width: float = 8.0, height: float = 3.6) -> tuple[Figure, Axes]:
@@ -138,12 +142,69 @@ def latency_cdf(t: Tables) -> Figure:
     for (typ, basis), g in d.groupby(["type", "tte_basis"], sort=True):
         v = np.sort(g["tte_s"].to_numpy())
         y = np.arange(1, len(v) + 1) / len(v)
+        if len(v) > CDF_POINTS:  # the same curve through evenly spaced quantiles
+            keep = np.linspace(0, len(v) - 1, CDF_POINTS).round().astype(int)
+            v, y = v[keep], y[keep]
         ax.step(np.maximum(v, 1e-3), y, where="post", label=f"{typ} from {basis} (n={len(v)})")
     ax.set_xscale("log")
     ax.set_xlabel("seconds (log)")
     ax.set_ylabel("share of orders")
     for edge in (1, 10, 30, 60, 300):
         ax.axvline(edge, color="grey", lw=0.5, ls=":")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def cost_waterfall(t: Tables) -> Figure:
+    """Routing gap, execution slippage and fees stacking up to the total cost (bp,
+    notional-weighted), one waterfall per order type of the largest currency."""
+    fig, ax = _figure(8.0, 3.4)
+    d = t["cost_decomposition"]
+    ax.set_title("Cost decomposition (bp of notional, positive = cost)")
+    if d.empty:
+        _no_data(ax, "no executed order with a quote from its venue and a best quote")
+        return fig
+    top = d[d["type"] == "all"].sort_values("notional", ascending=False)
+    currency = top["currency"].iloc[0] if len(top) else d["currency"].iloc[0]
+    d = d[(d["currency"] == currency) & (d["type"] != "all")]
+    steps = ("routing_gap_bp", "execution_bp", "fees_bp")
+    names = ("routing gap", "execution", "fees", "total")
+    width = 0.8 / max(1, len(d))
+    for i, (_, row) in enumerate(d.iterrows()):
+        x = np.arange(4) + (i - (len(d) - 1) / 2) * width
+        level = 0.0
+        for j, col in enumerate(steps):
+            v = float(row[col]) if row[col] == row[col] else 0.0
+            color = "C3" if v > 0 else "C2"
+            ax.bar(x[j], v, bottom=level, width=width * 0.9, color=color, alpha=0.55 + 0.4 * i)
+            level += v
+        ax.bar(x[3], level, width=width * 0.9, color="C0", alpha=0.55 + 0.4 * i)
+        ax.text(x[3], level, f"{row['type']}\n{level:+.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(np.arange(4), names)
+    ax.margins(y=0.25)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_ylabel(f"bp ({currency} orders)")
+    return fig
+
+
+def markout_curve(t: Tables) -> Figure:
+    """Weighted markout per horizon, with its coverage."""
+    fig, ax = _figure(8.0, 3.2)
+    m = t["markouts"]
+    ax.set_title("Markouts after execution (bp, weighted; coverage in brackets)")
+    m = m[m["orders"] > 0] if len(m) else m
+    if m.empty:
+        _no_data(ax, "no markout the recording covers")
+        return fig
+    ax.plot(m["horizon_s"], m["weighted_mean_bp"], marker="o", label="weighted mean")
+    ax.plot(m["horizon_s"], m["median_bp"], marker="x", ls="--", label="median")
+    for _, r in m.iterrows():
+        ax.annotate(f"({r['coverage']:.0%})", (r["horizon_s"], r["weighted_mean_bp"]), fontsize=8)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xlim(min(MARKOUT_HORIZONS_S) - 10, max(MARKOUT_HORIZONS_S) + 10)
+    ax.set_xticks(list(MARKOUT_HORIZONS_S))
+    ax.set_xlabel("seconds from execution")
+    ax.set_ylabel("bp")
     ax.legend(fontsize="small")
     return fig
 
@@ -160,17 +221,22 @@ def fee_rate_over_time(t: Tables) -> Figure:
     w = d["notional"].where(d["notional"] > 0).fillna(1.0)
     day, unit = _time_bins(d["createdAt"])
     styles = {"fee_rate": {"marker": "o", "ms": 5}, "tier_rate": {"marker": "x", "ls": "--"}}
-    for col, label in (
-        ("fee_rate", f"fee.rate per {unit}"),
-        ("tier_rate", f"tier rate per {unit}"),
-    ):
+    lines: dict[str, pd.Series] = {}
+    for col in ("fee_rate", "tier_rate"):
         ok = d[col].notna()
-        if not ok.any():
-            continue
-        num = (d[col] * w)[ok].groupby(day[ok]).sum()
-        den = w[ok].groupby(day[ok]).sum()
-        daily = num / den * 1e4
-        ax.plot(daily.index, daily.to_numpy(), label=label, **styles[col])  # type: ignore[arg-type]
+        if ok.any():
+            num = (d[col] * w)[ok].groupby(day[ok]).sum()
+            lines[col] = num / w[ok].groupby(day[ok]).sum() * 1e4
+    same = len(lines) == 2 and lines["fee_rate"].round(6).equals(lines["tier_rate"].round(6))
+    if same:
+        # one line: two identical lines drawn on top of each other read as one anyway
+        lines.pop("tier_rate")
+    labels = {
+        "fee_rate": f"fee.rate per {unit}" + (" (= tier rate)" if same else ""),
+        "tier_rate": f"tier rate per {unit}",
+    }
+    for col, daily in lines.items():
+        ax.plot(daily.index, daily.to_numpy(), label=labels[col], **styles[col])  # type: ignore[arg-type]
     ax.set_ylabel("bp")
     ax.legend(fontsize="small")
     _one_bin_xlim(ax, day, unit)
@@ -196,6 +262,8 @@ def limit_funnel(t: Tables) -> Figure:
 
 
 FIGURES: dict[str, Callable[[Tables], Figure]] = {
+    "cost_waterfall": cost_waterfall,
+    "markout_curve": markout_curve,
     "slippage_distribution": slippage_distribution,
     "slippage_over_time": slippage_over_time,
     "venue_shares": venue_shares,

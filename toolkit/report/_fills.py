@@ -3,6 +3,7 @@ rejection reasons."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import NONE_LABEL, _conform, _num, _text, empty
@@ -21,7 +22,7 @@ def fill_rate(po: pd.DataFrame) -> pd.DataFrame:
     if f.empty:
         return empty(cols)
     w = f["requested_notional"].where(f["requested_notional"] > 0)
-    work = f.assign(_wx=f["fill_rate"] * w, _w=w, _full=(f["fill_rate"] >= 0.9999).astype(float))
+    work = f.assign(_wx=f["fill_rate"] * w, _w=w, _full=f["fully_filled"])
     g = work.groupby("type", sort=True)
     out = pd.DataFrame(
         {
@@ -67,39 +68,55 @@ def funnel(po: pd.DataFrame) -> pd.DataFrame:
     return _conform(out, cols)
 
 
-def maker_share(trades: pd.DataFrame | None, po: pd.DataFrame) -> pd.DataFrame:
-    """Maker share of trades, by count and by cost, per venue of the order and overall."""
-    cols = {
-        "venue": "str",
-        "trades": "int64",
-        "maker_trades": "int64",
-        "maker_share": "float64",
-        "maker_cost_share": "float64",
-    }
+MAKER_COLUMNS = {
+    "venue": "str",
+    "trades": "int64",
+    "maker_trades": "int64",
+    "maker_share": "float64",
+    "maker_cost_share": "float64",
+}
+
+
+def maker_by_order(trades: pd.DataFrame | None) -> pd.DataFrame:
+    """Per orderId: trades, maker trades, their cost and the makers' cost."""
+    cols = ["trades", "maker_trades", "cost", "maker_cost"]
     if trades is None or len(trades) == 0 or "orderId" not in trades.columns:
-        return empty(cols)
+        return pd.DataFrame(columns=cols, dtype="float64")
+    maker = (_text(trades, "takerOrMaker").str.lower() == "maker").to_numpy()
+    cost = _num(trades, "cost").to_numpy()
     t = pd.DataFrame(
         {
-            "orderId": _text(trades, "orderId"),
-            "maker": (_text(trades, "takerOrMaker").str.lower() == "maker").astype("int64"),
-            "cost": _num(trades, "cost"),
+            "orderId": _text(trades, "orderId").to_numpy(),
+            "trades": 1,
+            "maker_trades": maker.astype("int64"),
+            "cost": cost,
+            "maker_cost": np.where(maker, cost, 0.0),
         }
     )
-    t["venue"] = t["orderId"].map(po.set_index("orderId")["venue"]).fillna(NONE_LABEL)
-    t["maker_cost"] = t["cost"].where(t["maker"] == 1, 0.0)
-    both = pd.concat([t, t.assign(venue="(all)")], ignore_index=True)
-    g = both.groupby("venue", sort=True)
-    out = pd.DataFrame(
-        {
-            "trades": g.size(),
-            "maker_trades": g["maker"].sum(),
-            "maker_cost": g["maker_cost"].sum(min_count=1),
-            "cost": g["cost"].sum(min_count=1),
-        }
+    return t.groupby("orderId", sort=False)[cols].sum(min_count=1)
+
+
+def maker_share(
+    trades: pd.DataFrame | None, po: pd.DataFrame, by_order: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Maker share of trades, by count and by cost, per venue of the order and overall
+    (``by_order``: :func:`maker_by_order` of ``trades``, when already computed)."""
+    m = maker_by_order(trades) if by_order is None else by_order
+    if m.empty:
+        return empty(MAKER_COLUMNS)
+    venue = po.drop_duplicates("orderId").set_index("orderId")["venue"]
+    ids = m.index.to_series()
+    work = m.assign(venue=ids.map(venue).fillna(NONE_LABEL).astype(str).to_numpy())
+    per = work.groupby("venue", sort=True)[["trades", "maker_trades", "cost", "maker_cost"]].sum(
+        min_count=1
     )
-    out["maker_share"] = out["maker_trades"] / out["trades"]
-    out["maker_cost_share"] = out["maker_cost"] / out["cost"]
-    return _conform(out.reset_index(), cols)
+    per.loc["(all)"] = per.sum(min_count=1)
+    per = per.sort_index()
+    out = per.assign(
+        maker_share=per["maker_trades"] / per["trades"],
+        maker_cost_share=per["maker_cost"] / per["cost"],
+    )
+    return _conform(out.rename_axis("venue").reset_index(), MAKER_COLUMNS)
 
 
 def rejections(po: pd.DataFrame) -> pd.DataFrame:

@@ -4,6 +4,7 @@ frames (and an optional ticker recording): re-exports each metric family and com
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -25,18 +26,31 @@ from toolkit.report._columns import (
     WEIGHTS,
     empty,
 )
+from toolkit.report._decomposition import contingency_costs, cost_decomposition, venue_mismatch
 from toolkit.report._fees import FEE_AMOUNTS, fees
-from toolkit.report._fills import fill_rate, funnel, maker_share, outcomes, rejections
+from toolkit.report._fills import (
+    fill_rate,
+    funnel,
+    maker_by_order,
+    maker_share,
+    outcomes,
+    rejections,
+)
 from toolkit.report._latency import time_to_execution
+from toolkit.report._limits import fill_probability, limit_summary
+from toolkit.report._market import markouts
 from toolkit.report._per_order import (
     EXECUTED_STATUSES,
     LIMIT_OUTCOMES,
     MARKET_OUTCOMES,
     FramesLike,
+    deduplicate,
     per_order,
 )
 from toolkit.report._quotes import canonical_quotes, quote_problem
-from toolkit.report._slippage import SLIPPAGE_COLUMNS, markouts, routing, slippage
+from toolkit.report._robust import Period, comparison, headline, robust, worst_orders
+from toolkit.report._routing import quote_age
+from toolkit.report._slippage import SLIPPAGE_COLUMNS, routing, slippage
 
 __all__ = [
     "AGG_COLUMNS",
@@ -80,25 +94,35 @@ def all_tables(
     market: pd.DataFrame | None = None,
     *,
     max_quote_age: float | None = 60.0,
+    compare: Sequence[Period] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the report, by name; ``per_order`` holds the per-order metrics."""
-    po = per_order(frames, market, max_quote_age=max_quote_age)
-    trades = getattr(frames, "trades", None)
+    d = deduplicate(frames)
+    po = per_order(d, market, max_quote_age=max_quote_age)
+    trades = d.trades
     problem = quote_problem(frames)
     if problem:
         warnings.warn(problem, RuntimeWarning, stacklevel=3)
-    orders = frames.orders if frames.orders is not None else pd.DataFrame()
-    cont, reasons = contingencies(canonical_quotes(frames))
+    cont, reasons = contingencies(canonical_quotes(d))
     tte, buckets = time_to_execution(po)
+    makers = maker_by_order(trades)
     return {
-        "summary": summary(po, trades),
+        "headline": headline(po),
+        "cost_decomposition": cost_decomposition(po),
+        "summary": summary(po, trades, makers),
         "slippage": slippage(po),
         "routing": routing(po),
-        "venues": venues(po, trades),
+        "worst_orders": worst_orders(po),
+        "venues": venues(po, trades, makers),
         "rules": rules(po),
         "contingencies": cont,
         "contingency_reasons": reasons,
+        "contingency_costs": contingency_costs(po),
+        "venue_mismatch": venue_mismatch(po),
+        "quote_age": quote_age(po),
         "markouts": markouts(po),
+        "limit_summary": limit_summary(po),
+        "fill_probability": fill_probability(po),
         "fees": fees(po),
         "fill_rate": fill_rate(po),
         "outcomes": outcomes(po),
@@ -106,8 +130,12 @@ def all_tables(
         "rejections": rejections(po),
         "time_to_execution": tte,
         "latency_buckets": buckets,
-        "maker_share": maker_share(trades, po),
+        "maker_share": maker_share(trades, po, makers),
+        "robust": robust(po),
+        "comparison": comparison(po, compare),
         "breakdown": breakdown(po),
-        "data_checks": data_checks(po, orders, trades, quote_problem=problem),
+        "data_checks": data_checks(
+            po, d.orders, trades, quote_problem=problem, duplicates=d.duplicate_orders
+        ),
         "per_order": po,
     }

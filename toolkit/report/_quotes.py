@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.frames._schema import QuoteFields
-from toolkit.report._columns import _num, _text
+from toolkit.report._columns import _num, _text, _time
 
 #: the meanings the report cannot do without (a quote with no venue or price is no quote)
 _NEEDED = ("venue", "price")
@@ -53,7 +53,8 @@ def quote_problem(frames: Any) -> str | None:
 
 
 def canonical_quotes(frames: Any) -> pd.DataFrame | None:
-    """``orderId, rank, exchange, price, reason`` of every quote (None: no usable quotes)."""
+    """``orderId, rank, exchange, price, reason, quoted_at`` of every quote (None: no usable
+    quotes); ``quoted_at`` is NaT where the quote carries no time."""
     et = getattr(frames, "evaluated_tickers", None)
     if et is None or len(et) == 0 or "orderId" not in et.columns:
         return None
@@ -68,5 +69,6 @@ def canonical_quotes(frames: Any) -> pd.DataFrame | None:
             "exchange": _text(et, fields.venue),
             "price": _num(et, fields.price),
             "reason": _text(et, fields.reason),
+            "quoted_at": _time(et, fields.time),
         }
     )

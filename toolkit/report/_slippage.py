@@ -1,5 +1,5 @@
-"""Slippage, routing and markout tables: executed prices against the venue's quote, the best
-clean quote, the arrival mid and the mids after each horizon."""
+"""Slippage and routing tables: executed prices against the venue's quote, the best clean
+quote and the arrival mid, per order type."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import _conform, empty
-from toolkit.report._definitions import MARKOUT_HORIZONS_S
 
 
 def _stats(values: pd.Series, weights: pd.Series) -> dict[str, float]:
@@ -26,6 +25,7 @@ def _stats(values: pd.Series, weights: pd.Series) -> dict[str, float]:
 
 
 SLIPPAGE_COLUMNS = {
+    "type": "str",
     "metric": "str",
     "orders": "int64",
     "notional": "float64",
@@ -38,16 +38,21 @@ SLIPPAGE_COLUMNS = {
 
 
 def slippage(po: pd.DataFrame) -> pd.DataFrame:
-    """Distribution of each slippage measure: one row per measure that has data."""
+    """Distribution of each slippage measure per order type (market, limit, all): one row
+    per measure that has data (the half-spread row is in half-spreads, not bp)."""
     rows = []
     metrics = {
+        "routing gap": "routing_gap_bp",
         "quote slippage": "quote_slippage_bp",
         "vs best clean quote": "best_quote_slippage_bp",
         "arrival slippage": "arrival_slippage_bp",
+        "arrival slippage (half-spreads)": "arrival_slippage_half_spreads",
     }
-    for label, col in metrics.items():
-        if po[col].notna().any():
-            rows.append({"metric": label, **_stats(po[col], po["notional"])})
+    for t in ("market", "limit", "all"):
+        part = po if t == "all" else po[po["type"] == t]
+        for label, col in metrics.items():
+            if part[col].notna().any():
+                rows.append({"type": t, "metric": label, **_stats(part[col], part["notional"])})
     return _conform(pd.DataFrame(rows), SLIPPAGE_COLUMNS) if rows else empty(SLIPPAGE_COLUMNS)
 
 
@@ -63,19 +68,3 @@ def routing(po: pd.DataFrame) -> pd.DataFrame:
     out["share"] = out["orders"] / out["orders"].sum()
     out["notional_share"] = out["notional"] / out["notional"].sum()
     return _conform(out.rename_axis("outcome").reset_index(), cols)
-
-
-def markouts(po: pd.DataFrame) -> pd.DataFrame:
-    """Per horizon: orders with a mid, notional-weighted and median markout."""
-    cols = {
-        "horizon_s": "int64",
-        "orders": "int64",
-        "weighted_mean_bp": "float64",
-        "median_bp": "float64",
-    }
-    rows = []
-    for h in MARKOUT_HORIZONS_S:
-        s = _stats(po[f"markout_{h}s_bp"], po["notional"])
-        if s["orders"]:
-            rows.append({"horizon_s": h, **s})
-    return _conform(pd.DataFrame(rows), cols) if rows else empty(cols)
