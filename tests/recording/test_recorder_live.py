@@ -127,6 +127,33 @@ def test_bad_channel_spec_fails_before_connecting(tmp_path: Path) -> None:
     assert not tmp_path.joinpath("_wal").exists()
 
 
+def test_an_empty_root_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for root in ("", " "):
+        with pytest.raises(InvalidRequest, match="root is empty"):
+            Recorder(object(), root, channels=["watchOrders"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_thread_converter_records_the_same(busy_sim: Simulator, tmp_path: Path) -> None:
+    client = busy_sim.client()
+    rec = Recorder(
+        client,
+        tmp_path,
+        channels=["watchTicker:BTC/BRL"],
+        flush_interval=0.05,
+        rotate_interval=0.1,
+        converter="thread",
+    )
+    stats = asyncio.run(rec.run(duration=0.6))
+    client.close()
+    assert stats.messages > 0 and stats.files >= 2 and stats.backlog_bytes == 0
+    assert len(read_recording(tmp_path, "watchticker")) == stats.messages
+    assert list((tmp_path / "_wal").glob("*.wal")) == []
+
+
 def test_two_recorders_cannot_share_a_root(busy_sim: Simulator, tmp_path: Path) -> None:
     client = busy_sim.client()
 

@@ -109,72 +109,164 @@ def test_stale_temporaries_are_removed_and_never_read(tmp_path: Path) -> None:
     assert not stale.exists()
 
 
-def test_full_buffer_drops_and_records_the_loss(tmp_path: Path) -> None:
-    with RecordingWriter(tmp_path, max_pending_rows=5) as writer:
-        results = [writer.add(_tick(i)) for i in range(1, 9)]
-        assert results == [True] * 5 + [False] * 3
-        assert writer.stats.dropped == 3
-        rows = writer.take()
-        writer.write(rows)
-        assert writer.add(_tick(9))
+TEXT = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","pad":"' + "a" * 25 + '"}}'
+
+
+def test_full_backlog_drops_and_records_the_loss(tmp_path: Path) -> None:
+    # the backlog is what is not in Parquet yet: closed segments, the open one, the chunk
+    assert len(TEXT) == 90
+    limit = 2_000
+    with RecordingWriter(tmp_path, max_backlog_bytes=limit, max_pending_rows=3) as writer:
+        seq = 0
+        while True:
+            seq += 1
+            if not writer.add_raw(TEXT, T0 + seq, "c1", seq):
+                break
+            assert writer.backlog_bytes() <= limit
+        # dropped exactly when the message would have taken the backlog past its limit
+        assert writer.backlog_bytes() + 90 > limit
+        first_drop = seq
+        assert writer.stats.messages == first_drop - 1 and writer.stats.dropped == 1
+        closed = writer.roll()  # closed, not converted: still backlog
+        assert closed is not None and writer.stats.backlog_bytes >= closed.size
+        assert not writer.add_raw(TEXT, T0 + seq + 1, "c1", seq + 1)
+        writer.convert(closed)  # converted: room again
+        assert writer.stats.backlog_bytes < limit
+        assert writer.add_raw(TEXT, T0 + seq + 2, "c1", seq + 2)
+        assert writer.stats.dropped == 2
     df = read_recording(tmp_path)
     drops = df[df["channel"] == SESSION_CHANNEL]
     assert drops["kind"].tolist() == ["dropped"]
-    assert "3 messages dropped" in drops["detail"].iloc[0]
-    assert drops["gap_start"].iloc[0].value == T0 + 6
-    assert drops["gap_end"].iloc[0].value == T0 + 8
-    assert df[df["channel"] == "watchticker"]["seq"].tolist() == [1, 2, 3, 4, 5, 9]
+    assert "2 messages dropped" in drops["detail"].iloc[0]
+    assert drops["gap_start"].iloc[0].value == T0 + first_drop
+    assert drops["gap_end"].iloc[0].value == T0 + first_drop + 1
+    ticks = df[df["channel"] == "watchticker"]["seq"].tolist()
+    assert ticks == [*range(1, first_drop), first_drop + 2]
 
 
-def test_pending_bytes_bound_counts_raw_size(tmp_path: Path) -> None:
-    with RecordingWriter(tmp_path, max_pending_bytes=1000) as writer:
+def test_a_loss_still_open_at_close_is_recorded(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path, max_backlog_bytes=1_000, max_pending_rows=2) as writer:
+        results = [writer.add_raw(TEXT, T0 + seq, "c1", seq) for seq in range(1, 30)]
+        assert results[0] and not results[-1]
+    drops = read_recording(tmp_path, SESSION_CHANNEL)
+    assert drops["kind"].tolist() == ["dropped"]
+    assert f"{results.count(False)} messages dropped" in drops["detail"].iloc[0]
+    assert drops["gap_end"].iloc[0].value == T0 + 29
+
+
+def test_session_rows_are_kept_even_when_the_backlog_is_full(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path, max_backlog_bytes=100) as writer:
         big = row_from_message(
             {"channel": "watchorders", "message": {"id": "x", "pad": "a" * 600}},
             received_at_ns=T0,
             connection_id="c",
             seq=1,
         )
-        assert writer.add(big)
-        assert not writer.add(big._replace(seq=2))
-        assert writer.stats.dropped == 1
+        assert not writer.add(big)
+        assert writer.add(session_row("gap", received_at_ns=T0 + 1, gap_start_ns=T0))
+        assert writer.stats.dropped == 1 and writer.stats.gaps == 1
 
 
-@pytest.mark.parametrize(
-    ("max_rows", "max_bytes", "max_message", "accepted"),
-    [
-        (10_000, 9_000, 100, 100),  # the byte bound: 9,000 // 90
-        (37, 10**9, 100, 37),  # the row bound
-        (10_000, 9_000, 10, 100),  # larger than announced: the largest seen counts
-    ],
-)
-def test_raw_fast_lane_keeps_both_bounds_and_exact_counts(
-    tmp_path: Path, max_rows: int, max_bytes: int, max_message: int, accepted: int
+@pytest.mark.parametrize(("max_rows", "max_bytes"), [(37, 10**9), (10_000, 9_000)])
+def test_chunks_reach_the_segment_at_their_bounds_with_exact_counts(
+    tmp_path: Path, max_rows: int, max_bytes: int
 ) -> None:
-    text = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","pad":"' + "a" * 25 + '"}}'
-    assert len(text) == 90
-    with RecordingWriter(
-        tmp_path,
-        max_pending_rows=max_rows,
-        max_pending_bytes=max_bytes,
-        max_message_bytes=max_message,
-    ) as writer:
-        results = []
+    from toolkit.recording._raw import read_segment_items
+
+    per_chunk = min(max_rows, -(-max_bytes // 90))  # the byte bound: reached, not exceeded
+    with RecordingWriter(tmp_path, max_pending_rows=max_rows, max_pending_bytes=max_bytes) as w:
         for seq in range(1, 301):
-            results.append(writer.add_raw(text, T0 + seq, "c1", seq))
+            assert w.add_raw(TEXT, T0 + seq, "c1", seq)
             # counts are exact at every moment, though the fast lane counts in bulk
-            assert writer.stats.messages == min(seq, accepted)
-            assert writer.stats.dropped == max(0, seq - accepted)
-        assert results == [True] * accepted + [False] * (300 - accepted)
-        assert writer.stats.bytes == 90 * accepted
-        rows, raw = writer.take_pending()
-        assert len(raw) == accepted
-        writer.append_pending((rows, raw))
-        assert writer.add_raw(text, T0 + 400, "c1", 400)  # room again after the flush
+            assert w.stats.messages == seq and w.stats.bytes == 90 * seq
+            assert w.pending <= per_chunk
+        segment = next((tmp_path / "_wal").glob("*.wal"))
+        w.flush_buffers()
+        _, batches = read_segment_items(segment)
+        # the full chunks, then the rest appended by the flush
+        assert [b.num_rows for b in batches[:-1]] == [per_chunk] * (299 // per_chunk)
+        assert sum(b.num_rows for b in batches) == 300
     df = read_recording(tmp_path)
-    assert df[df["channel"] == "watchticker"]["seq"].tolist() == [*range(1, accepted + 1), 400]
-    dropped = df[df["channel"] == SESSION_CHANNEL]
-    assert dropped["kind"].tolist() == ["dropped"]
-    assert f"{300 - accepted} messages dropped" in dropped["detail"].iloc[0]
+    assert df["seq"].tolist() == list(range(1, 301))
+    assert (df["raw"] == TEXT).all()
+
+
+def test_a_new_connection_starts_a_new_chunk(tmp_path: Path) -> None:
+    with RecordingWriter(tmp_path) as writer:
+        for seq in range(1, 4):
+            writer.add_raw(TEXT, T0 + seq, "c1", seq)
+        for seq in range(1, 3):
+            writer.add_raw(TEXT, T0 + 10 + seq, "c2", seq)
+    df = read_recording(tmp_path)
+    assert list(zip(df["connection_id"], df["seq"], strict=True)) == [
+        ("c1", 1),
+        ("c1", 2),
+        ("c1", 3),
+        ("c2", 1),
+        ("c2", 2),
+    ]
+
+
+def test_flush_fsyncs_the_segment_after_appending_the_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    synced: list[tuple[int, int]] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append((fd, os.fstat(fd).st_size))
+        real(fd)
+
+    with RecordingWriter(tmp_path) as writer:
+        for seq in range(1, 6):
+            writer.add_raw(TEXT, T0 + seq, "c1", seq)
+        segment = next((tmp_path / "_wal").glob("*.wal"))
+        monkeypatch.setattr(os, "fsync", spy)
+        writer.flush()
+        # the fsync came after the chunk reached the file, and only then are they durable
+        assert synced and synced[-1][1] == segment.stat().st_size > 8
+        assert writer.stats.flushed_rows == 5
+        closed = writer.roll()  # a rolled segment is fsynced before it can be converted
+        assert closed is not None and len(synced) == 2
+        monkeypatch.setattr(os, "fsync", real)
+
+
+def test_segments_roll_as_chunks_come_when_asked(tmp_path: Path) -> None:
+    rolled: list[object] = []
+    with RecordingWriter(tmp_path, rotate_rows=10, max_pending_rows=4) as writer:
+        writer.on_roll = rolled.append
+        for seq in range(1, 31):
+            writer.add_raw(TEXT, T0 + seq, "c1", seq)
+        assert len(rolled) == 2  # after 12 and 24 rows: chunks of 4
+        writer.on_roll = None
+        for closed, segment, count in rolled:  # type: ignore[misc]
+            assert count == 12 and closed.path.exists()
+            writer.close_segment(segment, count)
+            writer.convert(closed)
+    assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 31))
+
+
+def test_an_empty_root_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.errors import InvalidRequest
+
+    monkeypatch.chdir(tmp_path)
+    for root in ("", "  "):
+        with pytest.raises(InvalidRequest, match="empty"):
+            RecordingWriter(root)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stats_start_time_is_wall_clock_utc() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    stats = RecordingWriter("somewhere").stats
+    assert stats.started_at.tzinfo is UTC
+    assert abs(datetime.now(UTC) - stats.started_at) < timedelta(days=1)
+    assert "messages 0" in stats.line()
 
 
 def test_rotation_by_size_and_by_time(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from array import array
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -184,13 +185,11 @@ def test_raw_batches_survive_a_crash_and_a_torn_record(tmp_path: Path) -> None:
     for i, text in enumerate(SENT, start=1):
         assert crashed.add_raw(text, T0 + i, "c1", i)
     crashed.flush()  # durable: one batch record
-    crashed.add_raw(SENT[0], T0 + 99, "c1", 99)
     segment = next((tmp_path / "_wal").glob("*.wal"))
-    pending = crashed.take_pending()
-    from toolkit.recording._raw import encode_batch, raw_batch
+    from toolkit.recording._chunk import encode_chunk
 
-    with segment.open("ab") as f:  # the crash tore the next batch record
-        f.write(encode_batch(raw_batch(pending[1]))[:40])
+    with segment.open("ab") as f:  # the crash tore the next chunk record
+        f.write(encode_chunk([SENT[0]], array("q", [T0 + 99]), array("q", [99]), "c1")[:40])
     crashed._unlock()
 
     writer = RecordingWriter(tmp_path)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.profile import DEFAULT_PROFILE, Payloads, ServiceProfile
+from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, bucket_rows
 from toolkit.recording._rows import NS_PER_DAY, RawItem, recording_schema, rows_from_raw
 from toolkit.recording._wal import Row, decode_payload, iter_payloads
@@ -161,7 +162,10 @@ def read_segment_items(path: str | os.PathLike[str]) -> tuple[list[Row], list[pa
     rows: list[Row] = []
     batches: list[pa.RecordBatch] = []
     for _end, payload in iter_payloads(data):
-        if payload[: len(_BATCH_MARK)] == _BATCH_MARK:
+        head = payload[: len(_BATCH_MARK)]
+        if head == CHUNK_MARK:
+            batches.append(decode_chunk(payload))
+        elif head == _BATCH_MARK:
             batches.extend(_decode_batches(payload))
         else:
             rows.append(decode_payload(payload))

@@ -1,22 +1,23 @@
 """The recorder: WebSocket channels captured into a crash-safe, Hive-partitioned Parquet
 dataset (``ROOT/channel=<name>/date=<YYYY-MM-DD>/part-*.parquet``) through a write-ahead log.
 
-Pipeline: stream events -> rows in a bounded pending buffer (drops counted) -> appended to
-an append-only segment in ``ROOT/_wal/`` and fsynced every ``flush_interval`` -> at each
-rotation (time or size) the closed segment becomes Parquet files, each written to a hidden
-temporary name and ``os.replace``d into place, then the segment is deleted. Segments left
-by a crash are converted when the next writer opens the root, so a crash loses at most
-the last flush interval and every ``.parquet`` on disk is always complete.
+Pipeline: on the receiving loop, each data message is kept as (received time, connection,
+seq, text as sent) in a chunk of a few hundred (under 96 KiB: it stays in the CPU caches
+and out of mmap), and each full chunk is appended to the current segment in
+``ROOT/_wal/`` as one record (a few C calls, no per-message Python); every
+``flush_interval`` the segment is fsynced on a worker thread (the most a crash can lose).
+At each rotation (time, size or rows) the segment is closed and handed to the converter,
+a process of its own (``_convert``) that reads it back from disk, extracts the
+per-channel columns in Arrow and writes the Parquet files (hidden temporary name, then
+``os.replace``), then deletes the segment. Nothing waits in memory: the backlog is the
+closed segments on disk, bounded by ``max_backlog_bytes`` (past it, messages are dropped,
+counted and recorded as a ``dropped`` session row). Segments left by a crash are converted
+when the next writer opens the root.
 
-Data messages take a raw path (``add_raw``): only (received time, connection, seq, the
-text as sent) is kept per message, a flush writes them as one Arrow batch record of the
-segment, and the per-channel columns are extracted at conversion, in Arrow's C++ JSON
-reader (with a per-row Python fallback), so the receiving loop does almost no work per
-message.
-
-Modules: ``_recording_rows`` (schema, partitions, rows), ``_recording_raw`` (the raw fast
-path), ``_recording_files`` (Parquet output), ``_recording_writer`` (segments, rotation,
-recovery) and this one, the asyncio side (stream in, writer on worker threads).
+Modules: ``_rows`` (schema, partitions, rows), ``_chunk`` (the receive path's records),
+``_raw`` (column extraction), ``_files`` (Parquet output), ``_writer`` (segments,
+rotation, recovery), ``_conversion`` (segment to Parquet, streamed), ``_convert`` (the
+converter process) and this one, the asyncio side.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -31,12 +34,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.profile import ServiceProfile
-from toolkit.recording._rows import SESSION_CHANNEL, RawItem, profile_of
-from toolkit.recording._wal import Row
-from toolkit.recording._writer import RecorderStats, RecordingWriter
+from toolkit.recording._conversion import convert_segment
+from toolkit.recording._convert import ConverterProcess
+from toolkit.recording._raw import warm_up
+from toolkit.recording._rows import SESSION_CHANNEL, profile_of
+from toolkit.recording._wal import Segment
+from toolkit.recording._writer import (
+    ClosedSegment,
+    RecorderStats,
+    RecordingWriter,
+    check_root,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client._client import Client
+
+_log = logging.getLogger("toolkit.recording")
 
 DEFAULT_CHANNELS: tuple[str, ...] = (
     "watchOrders",
@@ -47,10 +60,8 @@ DEFAULT_CHANNELS: tuple[str, ...] = (
 
 
 def _background() -> None:
-    """Initializer of the converter thread: a lower CPU priority for this thread only
-    (Linux), so that on a busy machine conversions take the idle time and the receiving
-    loop and the flushes (durability) keep theirs. Converting is never urgent: the rows are
-    durable in the write-ahead segment already."""
+    """Initializer of the fallback converter thread: a lower CPU priority for this thread
+    only (Linux), so that conversions take the idle time."""
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
@@ -61,18 +72,52 @@ class Recorder:
     ``await rec.run(duration=None)`` records until cancelled (or for ``duration``
     seconds); in a notebook, ``rec.start()`` runs it as a task on the running loop and
     ``await rec.stop()`` ends it once the last rows are written. ``rec.stats`` holds live
-    counts. ``channels`` use the compact form ``"watchTicker:BTC/BRL"``.
+    counts. ``channels`` use the compact form ``"watchTicker:BTC/BRL"``. An empty ``root``
+    raises InvalidRequest before anything is written.
 
-    Every ``flush_interval`` seconds the pending rows reach the write-ahead segment and are
-    fsynced (the most a crash can lose); every ``rotate_interval`` seconds or
-    ``rotate_bytes`` of segment or ``rotate_rows`` rows, the rows become Parquet files. At most
-    ``max_pending_rows`` / ``max_pending_bytes`` wait between flushes; beyond, messages are
-    dropped, counted in ``stats.dropped`` and recorded as a ``dropped`` session row.
+    Messages are appended to the write-ahead segment in chunks of at most
+    ``max_pending_rows`` messages / ``max_pending_bytes`` bytes, and fsynced every
+    ``flush_interval`` seconds (the most a crash can lose); every ``rotate_interval``
+    seconds or ``rotate_bytes`` of segment or ``rotate_rows`` rows, the segment goes to the
+    converter process (``converter="process"``; ``"thread"``: a worker thread of this
+    process) that writes the Parquet files. Segments not converted yet are the backlog, on
+    disk: beyond ``max_backlog_bytes`` of it, messages are dropped, counted in
+    ``stats.dropped`` and recorded as a ``dropped`` session row.
     ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``).
 
     The extracted columns (symbol, order id, status, updatedAt, bid/ask/last) are read
     where ``profile`` says (by default the client's ``profile``); every file names it in
     its Parquet metadata, so ``read_recording`` and ``replay`` read it back the same way.
+
+    Parameters
+    ----------
+    client : Client
+        Where the stream comes from (``client.stream()``).
+    root : str or os.PathLike
+        The dataset's folder; an empty one raises ``InvalidRequest``.
+    channels : sequence of str
+        Channel specs, e.g. ``"watchTicker:BTC/BRL"``; validated at once.
+    flush_interval : float
+        Seconds between fsyncs of the write-ahead segment: the most a crash can lose.
+    rotate_interval, rotate_bytes, rotate_rows : float, int, int
+        A segment goes to the converter after this long, this size or this many rows.
+    max_pending_rows, max_pending_bytes : int
+        The chunk appended to the segment as one record (kept small: CPU caches).
+    max_backlog_bytes : int
+        The most bytes of segments not yet in Parquet; past it, messages are dropped.
+    compression : str
+        Parquet compression.
+    reconnect : bool
+        Reconnect after a drop (a ``gap`` session row records it).
+    on_status : callable, optional
+        Called with the stats after every flush.
+    stream_options : mapping, optional
+        More keyword arguments of ``client.stream()``.
+    profile : ServiceProfile, optional
+        Where the columns are read from the payloads (default: the client's).
+    converter : {"process", "thread"}
+        Where segments become Parquet: a process of their own (default; never competes
+        for the GIL with the receiving loop) or a worker thread of this process.
     """
 
     def __init__(
@@ -85,28 +130,34 @@ class Recorder:
         rotate_interval: float = 60.0,
         rotate_bytes: int = 16 * 1024 * 1024,
         rotate_rows: int = 100_000,
-        max_pending_rows: int = 200_000,
-        max_pending_bytes: int = 64 * 1024 * 1024,
+        max_pending_rows: int = 512,
+        max_pending_bytes: int = 96 * 1024,
+        max_backlog_bytes: int = 2 * 1024**3,
         compression: str = "zstd",
         reconnect: bool = True,
         on_status: Callable[[RecorderStats], None] | None = None,
         stream_options: Mapping[str, Any] | None = None,
         profile: ServiceProfile | None = None,
+        converter: str = "process",
     ) -> None:
         from toolkit.stream._channels import parse_channel_spec
 
+        root = check_root(root)
         if flush_interval <= 0:
             raise ValueError("flush_interval must be > 0")
+        if converter not in ("process", "thread"):
+            raise ValueError("converter must be 'process' or 'thread'")
         # validate every spec now, before anything connects
         self.subscriptions = [parse_channel_spec(spec) for spec in channels]
         self.channels = tuple(channels)
         self.client = client
-        self.root = Path(root)
+        self.root = root
         self.flush_interval = flush_interval
         self.reconnect = reconnect
         self.on_status = on_status
         self.stream_options = dict(stream_options or {})
         self.profile = profile_of(client, profile)
+        self.converter = converter
         self.writer = RecordingWriter(
             root,
             rotate_interval=rotate_interval,
@@ -114,13 +165,19 @@ class Recorder:
             rotate_rows=rotate_rows,
             max_pending_rows=max_pending_rows,
             max_pending_bytes=max_pending_bytes,
+            max_backlog_bytes=max_backlog_bytes,
             compression=compression,
             profile=self.profile,
         )
         self._task: asyncio.Task[RecorderStats] | None = None
         self._session: Any = None
-        self._inflight: asyncio.Future[Any] | None = None
-        self._converting: asyncio.Future[list[Path]] | None = None
+        #: serialises the fsyncs and closes of segments (worker threads)
+        self._io_lock: asyncio.Lock | None = None
+        #: segments rolled on the receiving loop, waiting for their fsync and close
+        self._rolled: list[tuple[ClosedSegment, Segment, int]] = []
+        self._rolled_event: asyncio.Event | None = None
+        self._process: ConverterProcess | None = None
+        self._converting: list[asyncio.Future[Any]] = []
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     @property
@@ -163,43 +220,86 @@ class Recorder:
         """Record until cancelled, or for ``duration`` seconds; always ends with every
         received row in Parquet. Returns the final stats."""
         writer = self.writer
-        await asyncio.to_thread(writer.open)
-        receiver = asyncio.ensure_future(self._receive())
-        flusher = asyncio.ensure_future(self._flush_loop())
+        await asyncio.to_thread(writer.open, warm=self.converter != "process")
+        self._io_lock = asyncio.Lock()
+        self._rolled_event = asyncio.Event()
+        writer.on_roll = self._on_roll
+        tasks: list[asyncio.Future[Any]] = []
+        results: list[Any] = []
         try:
+            await self._start_converter()
+            tasks = [
+                asyncio.ensure_future(self._receive()),
+                asyncio.ensure_future(self._flush_loop()),
+                asyncio.ensure_future(self._close_loop()),
+            ]
             done, _ = await asyncio.wait(
-                {receiver, flusher},
-                timeout=duration,
-                return_when=asyncio.FIRST_COMPLETED,
+                set(tasks), timeout=duration, return_when=asyncio.FIRST_COMPLETED
             )
             for task in done:
-                task.result()  # surface a failure of either
+                task.result()  # surface a failure of any
         except asyncio.CancelledError:
             pass  # a stop: fall through to the final flush and return normally
         finally:
-            for task in (receiver, flusher):
+            for task in tasks:
                 task.cancel()
-            results = await asyncio.gather(receiver, flusher, return_exceptions=True)
-            # a thread cannot be cancelled: wait for the write or conversion in flight
-            # before the final flush touches the same files
-            for op in (self._inflight, self._converting):
-                if op is not None:
-                    await asyncio.wait({op})
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
-                self._executor = None
-            await asyncio.to_thread(writer.close)
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            await self._finish()
             self._report()
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                 raise result
         return self.stats
 
+    async def _finish(self) -> None:
+        """The last segment closed and sent, every conversion waited for, the rest (a
+        converter that died) converted here, the lock released."""
+        writer = self.writer
+        writer.on_roll = None
+        try:
+            async with self._lock():
+                rolled = writer.roll_unsynced(reopen=False)
+                if rolled is not None:
+                    self._rolled.append(rolled)
+                await self._close_rolled()
+            if self._process is not None:
+                await self._process.finish()
+            if self._converting:
+                await asyncio.wait(self._converting)
+        finally:
+            if self._process is not None:
+                # gone before this process converts what it left: one writer per file
+                await self._process.kill_and_wait()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+            await asyncio.to_thread(writer.close)
+
+    def _lock(self) -> asyncio.Lock:
+        if self._io_lock is None:
+            self._io_lock = asyncio.Lock()
+        return self._io_lock
+
+    async def _start_converter(self) -> None:
+        if self.converter != "process":
+            return
+        process = ConverterProcess(self.writer)
+        try:
+            await process.start()
+        except OSError as exc:
+            _log.warning("could not start the converter process (%s); converting in-process", exc)
+            # what conversions import, imported now, before the first message
+            await asyncio.to_thread(warm_up, self.writer.profile)
+            return
+        except BaseException:  # cancelled while it started: it must not outlive us
+            process.kill()
+            raise
+        self._process = process
+
     async def _receive(self) -> None:
         # Callbacks see every message synchronously, in order, without the hop through a
-        # queue; the writer's bounded buffer is the queue that counts drops, so the session
-        # has no main queue. Data messages take the raw path (their text as sent, no typed
-        # event); session events still come typed, as rows of their own.
+        # queue; data messages take the raw path (their text as sent, no typed event);
+        # session events still come typed, as rows of their own.
         writer = self.writer
         options = {"reconnect": self.reconnect, **self.stream_options, "queue_size": 0}
         session = self.client.stream(**options)
@@ -227,16 +327,11 @@ class Recorder:
         finally:
             remove()
 
-    def _write_pending(self, pending: tuple[list[Row], list[RawItem]]) -> None:
-        # in a worker thread: Arrow builds the batch column-wise in C, and the rows are
-        # only the rare session rows
-        self.writer.append_pending(pending)
-        self.writer.sync()
-
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        op = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-        self._inflight = op
-        return await asyncio.shield(op)
+    def _on_roll(self, rolled: tuple[ClosedSegment, Segment, int]) -> None:
+        # on the receiving loop, inside add_raw: only note it, the closer does the rest
+        self._rolled.append(rolled)
+        if self._rolled_event is not None:
+            self._rolled_event.set()
 
     async def _flush_loop(self) -> None:
         writer = self.writer
@@ -245,30 +340,79 @@ class Recorder:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = loop.time() + self.flush_interval
-            await self._in_thread(self._write_pending, writer.take_pending())
-            if writer.rotation_due():
-                converting = self._converting
-                # while the converter is busy the segment keeps growing (flushes, hence
-                # durability, go on) up to a hard cap; one conversion at a time bounds memory
-                busy = converting is not None and not converting.done()
-                if busy and not writer.rotation_overdue():
-                    self._report()
-                    continue
-                if converting is not None:
-                    await asyncio.shield(converting)
-                segment = await self._in_thread(writer.roll)
-                self._converting = asyncio.ensure_future(
-                    loop.run_in_executor(self._converter(), writer.convert, segment)
-                )
+            async with self._lock():
+                fd, count = writer.flush_buffers()
+                await _shielded(asyncio.to_thread(writer.fsync, fd, count))
+            if writer.rotation_due():  # by time: size and rows roll as messages come
+                rolled = writer.roll_unsynced()
+                if rolled is not None:
+                    self._on_roll(rolled)
             self._report()
 
-    def _converter(self) -> concurrent.futures.ThreadPoolExecutor:
+    async def _close_loop(self) -> None:
+        event = self._rolled_event
+        assert event is not None
+        while True:
+            await event.wait()
+            event.clear()
+            async with self._lock():
+                await self._close_rolled()
+
+    async def _close_rolled(self) -> None:
+        """fsync and close the rolled segments (a worker thread), then hand each to the
+        converter. Called under the I/O lock."""
+        writer = self.writer
+        while self._rolled:
+            closed, segment, count = self._rolled[0]
+            await _shielded(asyncio.to_thread(writer.close_segment, segment, count))
+            del self._rolled[0]
+            self._convert(closed)
+
+    def _convert(self, closed: ClosedSegment) -> None:
+        process = self._process
+        if process is not None and process.submit(closed):
+            return
+        # no converter process: a worker thread of ours, one conversion at a time
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="recorder-convert", initializer=_background
             )
-        return self._executor
+        writer = self.writer
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor,
+            functools.partial(
+                convert_segment,
+                writer.root,
+                closed.path,
+                compression=writer.compression,
+                profile=writer.profile,
+            ),
+        )
+
+        def done(f: asyncio.Future[list[Path]]) -> None:
+            # on the loop: the backlog is only ever changed there
+            if f.cancelled():
+                return
+            if f.exception() is not None:  # left in the backlog: the close tries again
+                _log.warning("converting %s failed: %s", closed.path, f.exception())
+                return
+            writer.converted(closed, len(f.result()))
+
+        future.add_done_callback(done)
+        self._converting = [f for f in self._converting if not f.done()]
+        self._converting.append(future)
 
     def _report(self) -> None:
         if self.on_status is not None:
             self.on_status(self.stats)
+
+
+async def _shielded(work: Any) -> Any:
+    """Await a thread's work to its end even when cancelled meanwhile (a thread cannot
+    be stopped: the file it works on must not be touched before it is done)."""
+    future = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait({future})
+        raise

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
 from toolkit.recording._wal import Row
+from toolkit.stream._decode import LazyMessage
 from toolkit.stream._events import OrderEvent, TickerEvent, order_id_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -331,6 +332,8 @@ def row_from_event(event: Any, profile: ServiceProfile = DEFAULT_PROFILE) -> Row
     raw = event.raw
     if not isinstance(raw, Mapping):
         raw = {"channel": event.channel, "message": None}
+    # the text as sent when the stream kept it (a message decoded lazily)
+    text = raw.text if isinstance(raw, LazyMessage) else None
     kind = type(event)
     # the hot path: take what the stream already converted instead of parsing again
     if kind is TickerEvent and event.channel == "watchticker":
@@ -350,7 +353,7 @@ def row_from_event(event: Any, profile: ServiceProfile = DEFAULT_PROFILE) -> Row
             None,
             None,
             None,
-            _encode_json(raw),
+            _encode_json(raw) if text is None else text,
         )
     if kind is OrderEvent and event.channel == "watchorders":
         order = event.order
@@ -370,12 +373,13 @@ def row_from_event(event: Any, profile: ServiceProfile = DEFAULT_PROFILE) -> Row
             None,
             None,
             None,
-            _encode_json(raw),
+            _encode_json(raw) if text is None else text,
         )
     return row_from_message(
         raw,
         received_at_ns=event.received_at_ns,
         connection_id=event.connection_id,
         seq=event.seq,
+        raw_text=text,
         profile=profile,
     )

@@ -228,22 +228,25 @@ def iter_segment_rows(path: str | os.PathLike[str]) -> Iterator[Row]:
 
 
 class Segment:
-    """One append-only segment file being written. ``write`` buffers in the OS file;
-    ``sync`` makes everything written so far durable (flush + fsync)."""
+    """One append-only segment file being written. ``write`` hands the bytes to the OS at
+    once (no buffer of ours: a chunk record is written without another copy); ``sync``
+    makes everything written so far durable (fsync)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         # O_APPEND + exclusive create: a segment is only ever written by the one
         # recorder that named it
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        self._file = os.fdopen(fd, "ab", buffering=1024 * 1024)
-        self._file.write(MAGIC)
-        self.size = len(MAGIC)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self.size = 0
         self.closed = False
+        self.write(MAGIC)
 
     def write(self, framed: bytes | memoryview) -> None:
-        """Append already framed records (one or many concatenated)."""
-        self._file.write(framed)
+        """Append already framed records (one or many concatenated, or a piece of one)."""
+        view = memoryview(framed)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
         self.size += len(framed)
 
     def write_rows(self, rows: Iterable[Row]) -> int:
@@ -252,15 +255,22 @@ class Segment:
         self.write(data)
         return len(data)
 
+    def flush(self) -> None:
+        """Nothing to do: every write reached the OS already (kept for callers that
+        flush before an fsync on another thread)."""
+
+    def fileno(self) -> int:
+        return self._fd
+
     def sync(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Make everything written so far durable (fsync)."""
+        os.fsync(self._fd)
 
     def close(self) -> None:
         if self.closed:
             return
         self.sync()
-        self._file.close()
+        os.close(self._fd)
         self.closed = True
 
     def __repr__(self) -> str:

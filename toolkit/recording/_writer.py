@@ -1,5 +1,10 @@
-"""The sans-network half of the recorder: rows in, fsynced write-ahead segments, and Parquet
-out at each rotation; crash leftovers recovered on open under the root's lock.
+"""The sans-network half of the recorder: messages in, appended to write-ahead segments in
+chunks, fsynced on demand, and Parquet out of each closed segment (read back from disk);
+crash leftovers recovered on open under the root's lock.
+
+Nothing waits in memory longer than one chunk: the backlog is on disk, as closed segments
+not yet converted. Past ``max_backlog_bytes`` of it, messages are dropped, counted, and
+recorded as a ``dropped`` session row once there is room again.
 """
 
 from __future__ import annotations
@@ -9,70 +14,42 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.recording._files import Buckets, Parts, bucket_rows, write_parts
-from toolkit.recording._raw import (
-    RawBuffer,
-    batch_record,
-    raw_batch,
-    read_segment_items,
-    tables_from_raw,
-    warm_up,
-)
+from toolkit.recording._chunk import buffer_parts
+from toolkit.recording._conversion import convert_segment
+from toolkit.recording._raw import RawBuffer, warm_up
 from toolkit.recording._rows import (
     SESSION_CHANNEL,
-    RawItem,
     profile_metadata,
     row_from_event,
     rows_from_raw,
     session_row,
 )
-from toolkit.recording._wal import SUFFIX, Row, Segment
+from toolkit.recording._stats import RecorderStats
+from toolkit.recording._wal import SUFFIX, Row, Segment, encode_row
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
+    pass
 
 
 WAL_DIR = "_wal"
 LOCK_NAME = "LOCK"
 
 
-def _merge(
-    rows: Buckets, batches: Sequence[pa.RecordBatch], profile: ServiceProfile = DEFAULT_PROFILE
-) -> Parts:
-    parts: Parts = {key: [bucket] for key, bucket in rows.items()}
-    for key, tables in tables_from_raw(batches, profile).items():
-        parts.setdefault(key, []).extend(tables)
-    return parts
+def check_root(root: str | os.PathLike[str]) -> Path:
+    """``root`` as a Path; InvalidRequest for an empty one (which would be the current
+    directory), before anything is written."""
+    if not os.fspath(root).strip():
+        raise InvalidRequest("the recording root is empty: give the folder to record into")
+    return Path(root)
 
 
-def convert_segment(
-    root: str | os.PathLike[str],
-    segment: str | os.PathLike[str],
-    *,
-    compression: str = "zstd",
-    profile: ServiceProfile = DEFAULT_PROFILE,
-) -> list[Path]:
-    """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
-    under ``profile``, which the files' metadata names), then delete it."""
-    path = Path(segment)
-    rows, batches = read_segment_items(path)
-    files = write_parts(
-        root,
-        _merge(bucket_rows(rows), batches, profile),
-        path.stem,
-        compression=compression,
-        metadata=profile_metadata(profile),
-    )
-    path.unlink()
-    return files
-
-
-def _wal_dir(root: str | os.PathLike[str]) -> Path:
+def wal_dir(root: str | os.PathLike[str]) -> Path:
     return Path(root) / WAL_DIR
 
 
@@ -90,7 +67,7 @@ def recover(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     files: list[Path] = []
-    for segment in sorted(_wal_dir(root).glob(f"*{SUFFIX}")):
+    for segment in sorted(wal_dir(root).glob(f"*{SUFFIX}")):
         files.extend(convert_segment(root, segment, compression=compression, profile=profile))
     return files
 
@@ -102,52 +79,34 @@ class RecorderBusy(RuntimeError):
     """Another recorder holds the lock of this root."""
 
 
-@dataclass(slots=True)
-class RecorderStats:
-    """Live counts of a recorder: data ``messages`` and their ``bytes`` (raw JSON text),
-    Parquet ``files`` written, ``gaps`` seen, messages ``dropped`` (by the writer's bounded
-    buffer), ``recovered`` files from an earlier crash, ``flushed_rows`` durable in the
-    write-ahead log (data and session rows: what a crash can no longer lose)."""
-
-    messages: int = 0
-    bytes: int = 0
-    files: int = 0
-    gaps: int = 0
-    dropped: int = 0
-    recovered: int = 0
-    session_rows: int = 0
-    flushed_rows: int = 0
-    started_at: float = field(default_factory=time.monotonic)
-
-    def line(self) -> str:
-        """A one-line status for a terminal or a notebook."""
-        elapsed = max(time.monotonic() - self.started_at, 1e-9)
-        return (
-            f"messages {self.messages:,} ({self.messages / elapsed:,.0f}/s)  "
-            f"saved {self.flushed_rows:,}  bytes {_human(self.bytes)}  files {self.files}  "
-            f"gaps {self.gaps}  dropped {self.dropped}"
-        )
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} GB"  # pragma: no cover
-
-
 _counter = itertools.count()
+#: the fast lane counts (and checks the chunk's bounds) once per this many messages
+_STEP = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedSegment:
+    """A segment that is complete and fsynced on disk, waiting for its conversion."""
+
+    path: Path
+    size: int
 
 
 class RecordingWriter:
-    """The sans-network half of the recorder: rows in, durable segments and Parquet out.
+    """The sans-network half of the recorder: messages in, durable segments and Parquet out.
 
-    ``add``/``add_event`` are cheap and never block (a full pending buffer drops the row and
-    counts it; a ``dropped`` session row records the span once there is room again).
-    ``flush`` appends the pending rows to the current segment and fsyncs it; ``rotate``
-    closes the segment and converts it to Parquet. All blocking methods are meant for a
-    worker thread; ``add`` must be called from one thread only.
+    ``add``/``add_raw``/``add_event`` never block on anything but a page-cache write: the
+    messages wait in a chunk of at most ``max_pending_rows`` messages or
+    ``max_pending_bytes`` bytes, which is then appended to the current segment as one
+    record (no per-message Python for raw messages). ``flush`` makes everything added so
+    far durable (append + fsync). ``roll`` closes the segment (it becomes backlog) and
+    starts a new one; ``convert`` turns a closed segment into Parquet, reading it back from
+    disk, which may run in another process (``toolkit.recording._convert``): ``converted``
+    then takes it off the backlog. While the backlog (closed segments not converted, the
+    open segment, the chunk) is past ``max_backlog_bytes``, messages are dropped and
+    counted, and a ``dropped`` session row records the span once there is room again.
+
+    Every method is meant for one thread, except ``fsync`` (see ``flush_buffers``).
     """
 
     def __init__(
@@ -157,14 +116,16 @@ class RecordingWriter:
         rotate_interval: float = 60.0,
         rotate_bytes: int = 16 * 1024 * 1024,
         rotate_rows: int = 100_000,
-        max_pending_rows: int = 200_000,
-        max_pending_bytes: int = 64 * 1024 * 1024,
+        max_pending_rows: int = 512,
+        max_pending_bytes: int = 96 * 1024,
+        max_backlog_bytes: int = 2 * 1024**3,
         compression: str = "zstd",
-        max_message_bytes: int = 1024 * 1024,
         clock_ns: Callable[[], int] = time.time_ns,
         profile: ServiceProfile = DEFAULT_PROFILE,
     ) -> None:
-        self.root = Path(root)
+        self.root = check_root(root)
+        if max_pending_rows < 1 or max_pending_bytes < 1 or max_backlog_bytes < 1:
+            raise ValueError("max_pending_rows, max_pending_bytes, max_backlog_bytes must be > 0")
         #: where the columns are read from the payloads (named in every file's metadata)
         self.profile = profile
         self._metadata = profile_metadata(profile)
@@ -173,43 +134,53 @@ class RecordingWriter:
         self.rotate_rows = rotate_rows
         self.max_pending_rows = max_pending_rows
         self.max_pending_bytes = max_pending_bytes
-        #: the largest message expected (websockets' default ``max_size``): the raw path
-        #: checks the byte bound once per as many messages as surely fit under it
-        self.max_message_bytes = max_message_bytes
+        self.max_backlog_bytes = max_backlog_bytes
         self.compression = compression
         self._stats = RecorderStats()
         self._clock_ns = clock_ns
+        #: session rows (and rows given whole) of the chunk
         self._pending: list[Row] = []
-        #: data messages of the raw path, kept as they came until a flush
+        #: data messages of the raw path, kept as they came until the chunk is appended
         self._raw = RawBuffer()
-        #: raw messages already counted in stats and ``_pending_bytes``
+        #: raw messages of the chunk already counted in stats and ``_pending_bytes``
         self._counted = 0
-        #: the raw path's fast lane runs while the buffer holds fewer messages than this
+        #: the raw path's fast lane runs while the chunk holds fewer messages than this
         self._room = 0
+        self._pending_bytes = 0
         #: the largest raw message seen: the fast lane's steps assume none larger
         self._largest = 0
-        self._pending_bytes = 0
         self._drop_count = 0
         self._drop_first_ns: int | None = None
         self._drop_last_ns: int | None = None
         self._last_conn = ""
         self._segment: Segment | None = None
-        # the rows already in the open segment, grouped by file: converting from memory
-        # spares decoding the segment
-        self._segment_rows: Buckets = {}
-        self._segment_batches: list[pa.RecordBatch] = []
         self._segment_count = 0
-        self._unsynced = 0
         self._segment_opened = 0.0
+        #: rows appended to the segment since the last fsync
+        self._unsynced = 0
+        #: closed segments not converted yet (the backlog), in order
+        self._closed: dict[Path, int] = {}
+        self._backlog = 0
         self._lock_fd: int | None = None
+        #: when set, a segment that reaches ``rotate_bytes`` or ``rotate_rows`` is rolled as
+        #: soon as a chunk is appended (``roll_unsynced``) and handed to it, for its fsync,
+        #: close and conversion elsewhere; else rotation is the caller's (``rotate``)
+        self.on_roll: Callable[[tuple[ClosedSegment, Segment, int]], None] | None = None
 
     # -- life
 
-    def open(self) -> list[Path]:
+    @property
+    def lock_fd(self) -> int | None:
+        """The descriptor that holds the root's lock (a converter process shares it)."""
+        return self._lock_fd
+
+    def open(self, *, warm: bool = True) -> list[Path]:
         """Take the root's lock, recover what a crash left, start a segment. Returns the
-        recovered files."""
-        warm_up(self.profile)  # what conversions import, imported now, not mid-recording
-        wal = _wal_dir(self.root)
+        recovered files. ``warm``: import what conversions need now, not mid-recording
+        (False when they run in another process: this one then never loads Arrow)."""
+        if warm:
+            warm_up(self.profile)
+        wal = wal_dir(self.root)
         wal.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _lock(wal / LOCK_NAME)
         try:
@@ -219,14 +190,21 @@ class RecordingWriter:
             raise
         self._stats.recovered += len(recovered)
         self._stats.files += len(recovered)
+        self._stats.restart_clock()
         self._new_segment()
         return recovered
 
     def close(self) -> list[Path]:
-        """Flush, convert the last segment, release the lock."""
+        """Flush, close the last segment, convert every segment still in the backlog (in
+        this process), release the lock."""
         try:
-            self.flush()
-            return self.rotate(reopen=False)
+            if self._segment is not None:
+                self.flush()
+                self.roll(reopen=False)
+            files: list[Path] = []
+            for path, size in list(self._closed.items()):
+                files.extend(self.convert(ClosedSegment(path, size)))
+            return files
         finally:
             self._unlock()
 
@@ -239,14 +217,12 @@ class RecordingWriter:
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing releases the flock
+            os.close(self._lock_fd)  # closing releases the flock (once no child shares it)
             self._lock_fd = None
 
     def _new_segment(self) -> None:
         name = f"{self._clock_ns():020d}-{os.getpid()}-{next(_counter):06d}"
-        self._segment = Segment(_wal_dir(self.root) / f"{name}{SUFFIX}")
-        self._segment_rows = {}
-        self._segment_batches = []
+        self._segment = Segment(wal_dir(self.root) / f"{name}{SUFFIX}")
         self._segment_count = 0
         self._segment_opened = time.monotonic()
 
@@ -257,27 +233,38 @@ class RecordingWriter:
         """Live counts, exact (the raw fast lane counts in bulk, and reading catches up):
         read them on the thread that adds messages, the event loop's."""
         self._catch_up()
+        self._stats.backlog_bytes = self.backlog_bytes()
         return self._stats
 
     @property
     def pending(self) -> int:
+        """Messages and rows in the chunk (not yet appended to the segment)."""
         return len(self._pending) + len(self._raw)
 
+    def backlog_bytes(self) -> int:
+        """Bytes not yet in Parquet: closed segments, the open one, the chunk."""
+        seg = self._segment
+        return self._backlog + (seg.size if seg is not None else 0) + self._pending_bytes
+
+    def _full(self, size: int) -> bool:
+        return self.backlog_bytes() + size > self.max_backlog_bytes
+
+    def _drop(self, received_at_ns: int, connection_id: str) -> bool:
+        self._drop_count += 1
+        self._stats.dropped += 1
+        if self._drop_first_ns is None:
+            self._drop_first_ns = received_at_ns
+        self._drop_last_ns = received_at_ns
+        self._last_conn = connection_id
+        self._room = 0  # every message the slow way until there is room again
+        return False
+
     def add(self, row: Row) -> bool:
-        """Queue a row for the next flush; False when the buffer is full (row dropped)."""
+        """Add a row; False when the backlog is full (row dropped, counted)."""
         self._catch_up()
         size = len(row.raw) if row.raw else 64
-        if (
-            len(self._pending) + len(self._raw) >= self.max_pending_rows
-            or self._pending_bytes + size > self.max_pending_bytes
-        ):
-            self._drop_count += 1
-            self._stats.dropped += 1
-            if self._drop_first_ns is None:
-                self._drop_first_ns = row.received_at_ns
-            self._drop_last_ns = row.received_at_ns
-            self._room = 0
-            return False
+        if row.channel != SESSION_CHANNEL and self._full(size):
+            return self._drop(row.received_at_ns, row.connection_id)
         if self._drop_count:
             self._note_drops()
         self._pending.append(row)
@@ -290,17 +277,18 @@ class RecordingWriter:
             self._stats.messages += 1
             self._stats.bytes += size
             self._last_conn = row.connection_id
-        self._set_room()
+        self._after_add()
         return True
 
-    def add_event(self, event: Any) -> bool:
+    def add_event(self, event: object) -> bool:
         return self.add(row_from_event(event, self.profile))
 
     def add_raw(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
-        """Queue a data message as the server sent it (the stream's raw callback; its
-        columns are extracted at conversion); False when the buffer is full (dropped)."""
+        """Add a data message as the server sent it (the stream's raw callback; its
+        columns are extracted at conversion); False when the backlog is full (dropped)."""
         # the hot path: called for every message on the receiving loop, so as few
-        # attribute loads as possible; drops and runs of a new connection go the slow way
+        # attribute loads as possible; chunk bounds, drops and a new connection go the
+        # slow way
         raw = self._raw
         texts = raw.texts
         if connection_id is not raw.conn or len(texts) >= self._room:
@@ -312,26 +300,23 @@ class RecordingWriter:
 
     def _add_raw_slow(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
         self._catch_up()
-        size = len(text)
         raw = self._raw
-        if (
-            len(raw) + len(self._pending) >= self.max_pending_rows
-            or self._pending_bytes + size > self.max_pending_bytes
+        if raw.conn is not None and connection_id != raw.conn:
+            self.spill()  # one connection per chunk record
+        elif len(raw) + len(self._pending) >= self.max_pending_rows or (
+            self._pending_bytes >= self.max_pending_bytes
         ):
-            self._drop_count += 1
-            self._stats.dropped += 1
-            if self._drop_first_ns is None:
-                self._drop_first_ns = received_at_ns
-            self._drop_last_ns = received_at_ns
-            self._last_conn = connection_id
-            self._room = 0  # every message the slow way until there is room again
-            return False
+            self.spill()
+        size = len(text)
+        if self._full(size):
+            return self._drop(received_at_ns, connection_id)
         if self._drop_count:
             self._note_drops()
+        raw = self._raw
         raw.append(text, received_at_ns, connection_id, seq)
         self._counted += 1
-        self._largest = max(self._largest, size)
         self._pending_bytes += size
+        self._largest = max(self._largest, size)
         stats = self._stats
         stats.messages += 1
         stats.bytes += size
@@ -352,15 +337,24 @@ class RecordingWriter:
             self._counted = len(texts)
 
     def _set_room(self) -> None:
-        """Let the fast lane take as many messages as surely fit under both bounds (at
-        most 256 before the next count), counting nothing per message. The byte bound is
-        exact while no message is larger than both ``max_message_bytes`` and every
-        message before it; past that, it is exceeded by at most that excess."""
+        """Let the fast lane take as many messages as surely fit under the chunk's bounds
+        and the backlog's (at most ``_STEP`` before the next count), counting nothing per
+        message. The byte bounds are exact while no message is larger than every message
+        before it; past that, they are exceeded by at most that excess."""
         held = len(self._raw)
         rows_left = self.max_pending_rows - held - len(self._pending)
-        largest = max(self.max_message_bytes, self._largest, 1)
-        sure = (self.max_pending_bytes - self._pending_bytes) // largest
-        self._room = held + max(0, min(rows_left, sure, 256))
+        largest = max(self._largest, 1)
+        chunk_left = (self.max_pending_bytes - self._pending_bytes) // largest
+        backlog_left = (self.max_backlog_bytes - self.backlog_bytes()) // largest
+        self._room = held + max(0, min(rows_left, chunk_left, backlog_left, _STEP))
+
+    def _after_add(self) -> None:
+        if (
+            len(self._raw) + len(self._pending) >= self.max_pending_rows
+            or self._pending_bytes >= self.max_pending_bytes
+        ):
+            self.spill()
+        self._set_room()
 
     def _note_drops(self) -> None:
         count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
@@ -373,7 +367,7 @@ class RecordingWriter:
                 received_at_ns=last if last is not None else self._clock_ns(),
                 connection_id=self._last_conn,
                 seq=-1,
-                detail=f"{count} messages dropped: the writer fell behind",
+                detail=f"{count} messages dropped: the recording backlog was full",
                 gap_start_ns=first,
                 gap_end_ns=last,
             )
@@ -381,72 +375,79 @@ class RecordingWriter:
         self._stats.session_rows += 1
 
     def take(self) -> list[Row]:
-        """Hand the pending rows over, raw data messages converted to rows (slow: the
-        recorder uses ``take_pending``)."""
-        rows, raw = self.take_pending()
-        return rows + rows_from_raw(raw, self.profile)
-
-    def take_pending(self) -> tuple[list[Row], RawBuffer]:
-        """Hand the pending rows and raw messages over (to a flush on another thread)."""
+        """Hand the rows of the chunk over instead of appending them, raw messages
+        converted to rows (slow; for tests and tools)."""
         self._catch_up()
         if self._drop_count:
             self._note_drops()
         rows, self._pending = self._pending, []
         raw, self._raw = self._raw, RawBuffer()
-        if raw.conns:
-            self._last_conn = raw.conns[-1][1]
-        self._pending_bytes = 0
-        self._counted = 0
+        self._pending_bytes = self._counted = 0
         self._set_room()
-        return rows, raw
+        return rows + rows_from_raw(raw, self.profile)
 
-    def append_pending(self, pending: tuple[Sequence[Row], RawBuffer | Sequence[RawItem]]) -> None:
-        """Append what ``take_pending`` handed over to the current segment: the rows one
-        record each, the raw messages as one Arrow batch record (no per-row Python)."""
-        rows, raw = pending
-        self.append(rows)
-        if raw:
-            if self._segment is None:
-                raise RuntimeError("writer is not open")
-            batch = raw_batch(raw)
-            head, body = batch_record(batch)
-            self._segment.write(head)
-            self._segment.write(memoryview(body))
-            self._segment_batches.append(batch)
-            self._segment_count += len(raw)
-            self._unsynced += len(raw)
-
-    # -- output (worker thread)
-
-    def append(self, rows: Sequence[Row]) -> None:
-        """Encode rows into the current segment's buffer (not yet durable: ``sync``).
-
-        Meant for the event-loop thread: this is per-row Python work, and running it on a
-        worker thread would make the receiving loop wait for the GIL after every read."""
-        if self._segment is None:
+    def spill(self) -> int:
+        """Append the chunk to the current segment (not yet durable: ``fsync``); returns
+        the number of rows appended."""
+        self._catch_up()
+        rows, raw = self._pending, self._raw
+        count = len(rows) + len(raw)
+        if not count:
+            return 0
+        seg = self._segment
+        if seg is None:
             raise RuntimeError("writer is not open")
         if rows:
-            self._segment.write_rows(rows)
-            bucket_rows(rows, self._segment_rows)
-            self._segment_count += len(rows)
-            self._unsynced += len(rows)
+            seg.write(b"".join([encode_row(r) for r in rows]))
+            self._pending = []
+        if raw:
+            for piece in buffer_parts(raw):
+                seg.write(piece)
+            self._last_conn = raw.conn or self._last_conn
+            self._raw = RawBuffer()
+        self._pending_bytes = self._counted = 0
+        self._segment_count += count
+        self._unsynced += count
+        self._set_room()
+        on_roll = self.on_roll
+        if on_roll is not None and (
+            seg.size >= self.rotate_bytes or self._segment_count >= self.rotate_rows
+        ):
+            rolled = self.roll_unsynced()
+            if rolled is not None:
+                on_roll(rolled)
+        return count
 
-    def sync(self) -> None:
-        """Make every appended row durable (flush + fsync; releases the GIL)."""
-        if self._segment is None:
+    # -- durability
+
+    def flush_buffers(self) -> tuple[int, int]:
+        """Append the chunk and hand the segment's buffer to the OS; returns (the
+        descriptor to fsync, the rows that fsync makes durable) for ``fsync``, which may
+        run on another thread as long as the segment is not rolled meanwhile."""
+        seg = self._segment
+        if seg is None:
             raise RuntimeError("writer is not open")
+        self.spill()
+        seg.flush()
         count, self._unsynced = self._unsynced, 0
-        self._segment.sync()
+        return seg.fileno(), count
+
+    def fsync(self, fd: int, count: int) -> None:
+        """Make what ``flush_buffers`` handed over durable (releases the GIL)."""
+        os.fsync(fd)
         self._stats.flushed_rows += count
 
-    def write(self, rows: Sequence[Row]) -> None:
-        """Append rows and make them durable."""
-        self.append(rows)
-        self.sync()
-
     def flush(self) -> None:
-        self.append_pending(self.take_pending())
-        self.sync()
+        """Append the chunk and make every row added so far durable (flush + fsync)."""
+        self.fsync(*self.flush_buffers())
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Add rows and make them durable."""
+        for row in rows:
+            self.add(row)
+        self.flush()
+
+    # -- segments
 
     def rotation_due(self) -> bool:
         seg = self._segment
@@ -458,71 +459,65 @@ class RecordingWriter:
             or time.monotonic() - self._segment_opened >= self.rotate_interval
         )
 
-    def rotation_overdue(self) -> bool:
-        """The segment reached 4x a rotation limit: rotate even if that means waiting."""
-        seg = self._segment
-        if seg is None:
-            return False
-        return seg.size >= 4 * self.rotate_bytes or self._segment_count >= 4 * self.rotate_rows
-
-    def roll(self) -> ClosedSegment | None:
-        """Close the current segment (fsync) and start a new one; returns the closed
-        segment with its rows (to be converted)."""
-        old, rows, batches = self._segment, self._segment_rows, self._segment_batches
-        self._unsynced = 0  # closing syncs them
-        self._new_segment()
-        return self._close_segment(old, rows, batches)
-
-    def _close_segment(
-        self, seg: Segment | None, rows: Buckets, batches: list[pa.RecordBatch]
-    ) -> ClosedSegment | None:
-        if seg is None:
+    def roll(self, *, reopen: bool = True) -> ClosedSegment | None:
+        """Close the current segment (the chunk appended, fsynced) and start a new one
+        (unless ``reopen`` is False). The closed segment joins the backlog; returns it, to
+        be converted."""
+        rolled = self.roll_unsynced(reopen=reopen)
+        if rolled is None:
             return None
-        seg.close()
-        return ClosedSegment(seg.path, rows, batches)
+        closed, segment, count = rolled
+        self.close_segment(segment, count)
+        return closed
+
+    def roll_unsynced(self, *, reopen: bool = True) -> tuple[ClosedSegment, Segment, int] | None:
+        """``roll`` without the fsync: (the closed segment, its file, the rows its fsync
+        makes durable), for a caller that runs ``close_segment`` on another thread. It
+        must be closed before it is converted."""
+        old = self._segment
+        if old is None:
+            return None
+        if not reopen and self._drop_count:
+            self._note_drops()  # the last segment: a loss still open is recorded now
+        self.spill()
+        count, self._unsynced = self._unsynced, 0
+        if reopen:
+            self._new_segment()
+        else:
+            self._segment = None
+        old.flush()
+        closed = ClosedSegment(old.path, old.size)
+        self._closed[closed.path] = closed.size
+        self._backlog += closed.size
+        return closed, old, count
+
+    def close_segment(self, segment: Segment, count: int) -> None:
+        """fsync and close a rolled segment (may run on another thread)."""
+        segment.close()
+        self._stats.flushed_rows += count
+
+    def converted(self, closed: ClosedSegment | Path, files: int) -> None:
+        """Take a converted segment off the backlog and count its files."""
+        path = closed.path if isinstance(closed, ClosedSegment) else Path(closed)
+        size = self._closed.pop(path, None)
+        if size is not None:
+            self._backlog -= size
+        self._stats.files += files
 
     def convert(self, closed: ClosedSegment | None) -> list[Path]:
-        """Write a closed segment's rows as Parquet, then delete the segment."""
+        """Write a closed segment's rows as Parquet (read back from disk), then delete the
+        segment and take it off the backlog."""
         if closed is None:
             return []
-        files = write_parts(
-            self.root,
-            _merge(closed.rows, closed.batches, self.profile),
-            closed.path.stem,
-            compression=self.compression,
-            metadata=self._metadata,
+        files = convert_segment(
+            self.root, closed.path, compression=self.compression, profile=self.profile
         )
-        closed.path.unlink()
-        self._stats.files += len(files)
-        _release_memory()
+        self.converted(closed, len(files))
         return files
 
     def rotate(self, *, reopen: bool = True) -> list[Path]:
         """Close the current segment, convert it to Parquet, start a new one (or not)."""
-        if reopen:
-            return self.convert(self.roll())
-        old, rows, batches = self._segment, self._segment_rows, self._segment_batches
-        self._segment, self._segment_rows, self._segment_batches = None, {}, []
-        self._unsynced = 0
-        return self.convert(self._close_segment(old, rows, batches))
-
-
-@dataclass(frozen=True, slots=True)
-class ClosedSegment:
-    """A segment that is complete on disk, with its rows still in memory."""
-
-    path: Path
-    rows: Buckets
-    batches: list[pa.RecordBatch] = field(default_factory=list)
-
-
-def _release_memory() -> None:
-    """Hand the memory of a finished conversion back to the system: Arrow's allocator
-    keeps freed pages for reuse otherwise, and the resident size stays at its peak."""
-    import pyarrow as pa
-
-    with contextlib.suppress(Exception):
-        pa.default_memory_pool().release_unused()
+        return self.convert(self.roll(reopen=reopen))
 
 
 def _lock(path: Path) -> int:

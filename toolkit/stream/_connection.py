@@ -39,6 +39,7 @@ from toolkit.stream._channels import (
     PendingRequest,
     classify_reply,
 )
+from toolkit.stream._decode import decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
@@ -336,28 +337,50 @@ class _ConnectionKeeping:
         conn_id = conn.id
         clock = time.time_ns
         profile = self._profile
+        typed = decoder_for(profile)
+        fast_decode, fast_event = typed.decode, typed.event
         try:
             while True:
                 text = await recv()
                 received = clock()
                 conn.answered = True
-                if (
-                    not self._typed_all
-                    and not self._typed_channels
-                    and text.__class__ is str
-                    and text.startswith(_DATA_PREFIX)
-                ):
-                    # the raw path: a data message nobody wants typed is not decoded here
-                    conn.seq += 1
-                    if conn.tap is not None:
-                        conn.tap(text)
-                    self._received += 1
-                    for raw_fn in self._raw_callbacks:
+                if text.__class__ is str and text.startswith(_DATA_PREFIX):
+                    typed_all = self._typed_all
+                    if not typed_all and not self._typed_channels:
+                        # the raw path: a data message nobody wants typed is not decoded
+                        conn.seq += 1
+                        if conn.tap is not None:
+                            conn.tap(text)
+                        self._received += 1
+                        for raw_fn in self._raw_callbacks:
+                            try:
+                                raw_fn(text, received, conn_id, conn.seq)
+                            except Exception:
+                                _log.exception("a raw stream callback failed")
+                        continue
+                    # the typed fast path: a data message (never a reply) decoded into
+                    # its event's fields only; None sends it the general way below
+                    decoded = fast_decode(text)
+                    if decoded is not None:
+                        conn.seq += 1
+                        seq = conn.seq
+                        self._received += 1
+                        if conn.tap is not None:
+                            conn.tap(text)
+                        if self._raw_callbacks:
+                            self._dispatch_raw(text, received, conn_id, seq)
                         try:
-                            raw_fn(text, received, conn_id, conn.seq)
-                        except Exception:
-                            _log.exception("a raw stream callback failed")
-                    continue
+                            event = fast_event(decoded, text, received, conn_id, seq)
+                        except (ValueError, TypeError) as err:
+                            _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
+                            continue
+                        if event is None:  # the general way says what is wrong
+                            event = self._general_event(text, received, conn_id, seq)
+                        if event is not None and (
+                            typed_all or event.channel in self._typed_channels
+                        ):
+                            self._dispatch(event)
+                        continue
                 try:
                     msg = json.loads(text)
                 except ValueError:
@@ -403,6 +426,17 @@ class _ConnectionKeeping:
             if fut is not None and not fut.done():
                 fut.set_exception(end)
                 fut.exception()  # retrieved here: the waiter may have given up
+
+    def _general_event(self, text: str, received: int, conn_id: str, seq: int) -> Event | None:
+        """The event of a data message the fast path gave back, built from its dict."""
+        try:
+            msg = json.loads(text)
+            return event_from_message(
+                msg, received_at_ns=received, connection_id=conn_id, seq=seq, profile=self._profile
+            )
+        except (ValueError, TypeError) as err:
+            _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
+            return None
 
     def _on_reply(self, conn: Connection, reply: Confirmation) -> None:
         """Hand ``reply`` to the action outstanding on ``conn`` if it answers it (see

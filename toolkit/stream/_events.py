@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from toolkit.errors import InvalidResponse
 from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile
@@ -43,13 +44,12 @@ SessionKind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TickerEvent:
+class TickerEvent(msgspec.Struct, frozen=True):
     channel: str
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     symbol: str
     bid: float
     ask: float
@@ -57,18 +57,16 @@ class TickerEvent:
     timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
-class TickersEvent:
+class TickersEvent(msgspec.Struct, frozen=True):
     channel: str
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     tickers: tuple[TickerEvent, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OrderEvent:
+class OrderEvent(msgspec.Struct, frozen=True):
     """A status of one order: ``status`` is canonical uppercase, ``status_raw`` as sent.
     ``reconciled`` is True when the state was read over REST rather than notified."""
 
@@ -76,7 +74,7 @@ class OrderEvent:
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     order_id: str
     status: str
     status_raw: str
@@ -89,19 +87,17 @@ class OrderEvent:
         return self.status in FINAL_STATUSES
 
 
-@dataclass(frozen=True, slots=True)
-class BalanceEvent:
+class BalanceEvent(msgspec.Struct, frozen=True):
     channel: str
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     balances: tuple[dict[str, Any], ...]
     timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
-class SessionEvent:
+class SessionEvent(msgspec.Struct, frozen=True):
     """What happened to the connection. A ``gap`` spans from the moment a drop was
     noticed (``gap_start_ns``) to the moment every subscription was restored
     (``gap_end_ns``): data may be missing in between."""
@@ -110,15 +106,14 @@ class SessionEvent:
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     kind: SessionKind
     detail: str = ""
     gap_start_ns: int | None = None
     gap_end_ns: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RawEvent:
+class RawEvent(msgspec.Struct, frozen=True):
     """A data message kept as sent, never dropped: of a channel this version does not know
     (``error`` empty), or of a known channel whose payload does not match the profile
     (``error`` says which field is missing and which profile setting names it)."""
@@ -127,7 +122,7 @@ class RawEvent:
     received_at_ns: int
     connection_id: str
     seq: int
-    raw: dict[str, Any] | None
+    raw: Mapping[str, Any] | None
     message: Any
     error: str = ""
 

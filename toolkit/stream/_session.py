@@ -190,6 +190,8 @@ class StreamSession(_ConnectionKeeping):
         self._queues: dict[str, list[asyncio.Queue[Event]]] = {}
         self._callbacks: list[tuple[Callable[[Event], Any], frozenset[str] | None]] = []
         self._raw_callbacks: list[RawCallback] = []
+        #: the callbacks as dispatch reads them (replaced, never changed in place)
+        self._callback_tuple: tuple[tuple[Callable[[Event], Any], frozenset[str] | None], ...] = ()
         #: data channels with a typed consumer of their own (queue or filtered callback)
         self._typed_channels: frozenset[str] = frozenset()
         #: every data message needs its typed event (main queue or unfiltered callback)
@@ -359,6 +361,7 @@ class StreamSession(_ConnectionKeeping):
         named.discard("_session")
         self._typed_channels = frozenset(named)
         self._typed_all = self._main is not None or any(c is None for _f, c in self._callbacks)
+        self._callback_tuple = tuple(self._callbacks)
 
     def __aiter__(self) -> StreamSession:
         if self._main is None:
@@ -548,11 +551,18 @@ class StreamSession(_ConnectionKeeping):
                 _log.exception("a raw stream callback failed")
 
     def _dispatch(self, event: Event) -> None:
-        if self._main is not None:
-            self._offer(self._main, event)
-        for q in self._queues.get(event.channel, ()):
-            self._offer(q, event)
-        for fn, chans in list(self._callbacks):
+        # per message: no exception for a full queue, no copy of the callback list (a
+        # tuple, replaced whenever a callback is added or removed)
+        main = self._main
+        if main is not None:
+            if main.full():
+                self._dropped += 1
+            else:
+                main.put_nowait(event)
+        if self._queues:
+            for q in self._queues.get(event.channel, ()):
+                self._offer(q, event)
+        for fn, chans in self._callback_tuple:
             if chans is not None and event.channel not in chans:
                 continue
             try:
@@ -561,7 +571,7 @@ class StreamSession(_ConnectionKeeping):
                 _log.exception("a stream callback failed")
 
     def _offer(self, q: asyncio.Queue[Event], event: Event) -> None:
-        try:
-            q.put_nowait(event)
-        except asyncio.QueueFull:
+        if q.full():
             self._dropped += 1
+        else:
+            q.put_nowait(event)

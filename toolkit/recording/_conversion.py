@@ -1,0 +1,171 @@
+"""Conversion of a closed write-ahead segment to Parquet, streamed: the segment is read one
+record at a time and its messages are converted in groups of ``GROUP_ROWS``, each group
+appended as row groups to the files of its (channel, UTC day), so the memory it takes does
+not grow with the segment. Each file is written under a temporary name, fsynced and
+renamed into place (always complete), then the segment is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
+from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows
+from toolkit.recording._raw import _BATCH_MARK, _decode_batches, tables_from_raw
+from toolkit.recording._rows import NS_PER_DAY, partition_dir, profile_metadata, recording_schema
+from toolkit.recording._wal import MAGIC, Row, decode_payload
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+#: messages converted at a time: the memory of a conversion is bounded by this, not by the
+#: size of the segment
+GROUP_ROWS = 32_768
+_HEADER = struct.Struct("<II")
+_MAX_RECORD = 256 * 1024 * 1024
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The payload of every intact record of a segment file, read one at a time; stops
+    silently at the first torn or corrupt record, since everything after it is suspect."""
+    with open(path, "rb") as f:
+        if f.read(len(MAGIC)) != MAGIC:
+            return
+        while True:
+            head = f.read(_HEADER.size)
+            if len(head) < _HEADER.size:
+                return
+            length, crc = _HEADER.unpack(head)
+            if length > _MAX_RECORD:
+                return
+            payload = f.read(length)
+            if len(payload) < length or zlib.crc32(payload) != crc:
+                return
+            yield payload
+
+
+class _PartFiles:
+    """The Parquet files of one conversion, one per (channel, UTC day), appended to group
+    by group; ``commit`` makes each durable and renames it into place."""
+
+    def __init__(self, root: Path, name: str, compression: str, schema: pa.Schema) -> None:
+        self.root = root
+        self.name = name
+        self.compression = compression
+        self.schema = schema
+        self._open: dict[tuple[str, int], tuple[pq.ParquetWriter, Path, Path]] = {}
+        self._dates: dict[int, str] = {}
+
+    def write(self, parts: Parts) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = self.schema
+        for key, bucket in parts.items():
+            entry = self._open.get(key)
+            if entry is None:
+                channel, day = key
+                directory = partition_dir(
+                    self.root, channel, _date_of(day * NS_PER_DAY, self._dates)
+                )
+                directory.mkdir(parents=True, exist_ok=True)
+                tmp = directory / f".part-{self.name}.parquet.tmp"
+                writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
+                entry = self._open[key] = (writer, tmp, directory / f"part-{self.name}.parquet")
+            writer = entry[0]
+            for part in bucket:
+                if isinstance(part, pa.Table):
+                    if part.schema.metadata != schema.metadata:
+                        part = part.replace_schema_metadata(schema.metadata)
+                    writer.write_table(part)
+                elif part:
+                    writer.write_table(_table(part, schema))
+
+    def commit(self) -> list[Path]:
+        files = []
+        for writer, tmp, final in self._open.values():
+            writer.close()
+            _fsync_path(tmp)
+            os.replace(tmp, final)
+            _fsync_path(final.parent)
+            files.append(final)
+        self._open.clear()
+        return files
+
+    def abort(self) -> None:
+        for writer, tmp, _final in self._open.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        self._open.clear()
+
+
+def convert_segment(
+    root: str | os.PathLike[str],
+    segment: str | os.PathLike[str],
+    *,
+    compression: str = "zstd",
+    profile: ServiceProfile = DEFAULT_PROFILE,
+) -> list[Path]:
+    """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
+    under ``profile``, which the files' metadata names), then delete it. Same segment, same
+    file names: converting it twice (after a crash mid-way) overwrites, never duplicates."""
+    path = Path(segment)
+    schema = recording_schema().with_metadata(profile_metadata(profile))
+    files = _PartFiles(Path(root), path.stem, compression, schema)
+    rows: list[Row] = []
+    batches: list[Any] = []
+    held = 0
+
+    def flush() -> None:
+        nonlocal batches, rows, held
+        if rows:
+            files.write({key: [bucket] for key, bucket in bucket_rows(rows).items()})
+            rows = []
+        if batches:
+            files.write(tables_from_raw(batches, profile))
+            batches = []
+        held = 0
+
+    try:
+        for payload in iter_records(path):
+            head = payload[: len(CHUNK_MARK)]
+            if head == CHUNK_MARK:
+                batch = decode_chunk(payload)
+                batches.append(batch)
+                held += batch.num_rows
+            elif head == _BATCH_MARK:
+                for batch in _decode_batches(memoryview(payload)):
+                    batches.append(batch)
+                    held += batch.num_rows
+            else:
+                rows.append(decode_payload(payload))
+                held += 1
+            if held >= GROUP_ROWS:
+                flush()
+        flush()
+        written = files.commit()
+    except BaseException:
+        files.abort()
+        raise
+    path.unlink()
+    _release_memory()
+    return written
+
+
+def _release_memory() -> None:
+    """Hand the memory of a finished conversion back to the system: Arrow's allocator
+    keeps freed pages for reuse otherwise, and the resident size stays at its peak."""
+    import pyarrow as pa
+
+    with contextlib.suppress(Exception):
+        pa.default_memory_pool().release_unused()
