@@ -28,12 +28,23 @@ COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "up
 # and stays on one line, its full history in the tooltip.
 
 
-def order_grid(id_chars: int = 13) -> tuple[str, float]:
-    """The grid of the order rows and its narrowest width (em of the table's font); the
-    first column fits ids of ``id_chars`` characters (the longest shown), so an id is
-    never cut and every row lines up."""
+# the width of one character of the table's monospace font, in em (with a little slack)
+_CHAR_EM = 0.61
+
+
+def order_grid(
+    id_chars: int = 13, timeline_chars: int = 0, updated_chars: int = 0
+) -> tuple[str, float]:
+    """The grid of the order rows and its narrowest width (em of the table's font). The
+    first column fits ids of ``id_chars`` characters, the timeline condensed timelines of
+    ``timeline_chars`` and the last column times of ``updated_chars`` (each the longest
+    shown, the header's text at least), so nothing is cut and every row lines up, while
+    the rows stay as narrow as what they show: at 1,280 px with JupyterLab's file browser
+    open the output area is about 850 px."""
     id_em = max(8.0, 0.62 * id_chars + 0.4)
-    mins = (id_em, 3.7, 5.0, 2.5, 6.2, 7.0, 13.5, 9.8)
+    timeline_em = max(13.5, _CHAR_EM * timeline_chars + 0.4)
+    updated_em = _CHAR_EM * max(len(COLUMNS[-1]), updated_chars) + 0.4
+    mins = (id_em, 3.7, 5.0, 2.5, 6.2, 7.0, timeline_em, updated_em)
     weights = (1.2, 0.4, 0.5, 0.3, 0.7, 0.6, 2.0, 1.0)
     columns = " ".join(f"minmax({m:.1f}em, {w}fr)" for m, w in zip(mins, weights, strict=True))
     return grid(columns), sum(mins) + 0.5 * (len(mins) - 1)

@@ -38,9 +38,9 @@ class _Slot:
     __slots__ = ("action", "box", "button", "html", "order_id", "outcome")
 
     def __init__(self) -> None:
-        # the table's columns share the row's width; the right end is one fixed-width cell
-        # for the Cancel button or, once clicked, the cancel's outcome (never both), so
-        # every row's columns line up and nothing is cut
+        # the table's columns share the row's width; the right end is one cell, the same
+        # width in every row, for the Cancel button or, once clicked, the cancel's outcome
+        # (never both), so every row's columns line up and nothing is cut
         self.html = widgets.HTML(layout=widgets.Layout(flex="1 1 0", min_width="0"))
         self.button = widgets.Button(
             description="Cancel",
@@ -55,9 +55,11 @@ class _Slot:
             ),
         )
         self.outcome = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        # 13em where there is room; down to what the button and the outcome's longest word
+        # need where there is not (a longer outcome then wraps onto a second line)
         self.action = widgets.HBox(
             [self.button, self.outcome],
-            layout=widgets.Layout(flex="0 0 13em", width="13em", align_items="center"),
+            layout=widgets.Layout(flex="0 1 13em", min_width="7.5em", align_items="center"),
         )
         self.box = widgets.HBox(
             [self.html, self.action],
@@ -289,7 +291,13 @@ class OrderStatusView(LiveView):
         self._changed = False
         states = self._matching()
         shown = states[: len(self._slots)]
-        self._set_grid(order_grid(max((len(s.order_id) for s in shown), default=0)))
+        self._set_grid(
+            order_grid(
+                max((len(s.order_id) for s in shown), default=0),
+                max((len(self._timeline(s)[1]) for s in shown), default=0),
+                max((len(when(s.updated_at_ms)) for s in shown), default=0),
+            )
+        )
         for slot, state in zip(self._slots, states, strict=False):
             self._fill(slot, state)
         for slot in self._slots[len(states) :]:
@@ -310,17 +318,28 @@ class OrderStatusView(LiveView):
         slot.show(button=cancellable, outcome=self.outcome_text(state.order_id))
         slot.box.layout.display = "flex"
 
-    def _row_html(self, state: Any) -> str:
-        order: Mapping[str, Any] = state.order
-        steps, full = [], []
+    def _timeline(self, state: Any) -> tuple[str, str, str]:
+        """The order's timeline condensed to its last steps: (HTML, its text, the whole
+        history for the tooltip)."""
+        steps, names, full = [], [], []
         for t in self.book.history(state.order_id):
-            name = html.escape(t.status.upper())
+            name = t.status.upper()
             mark = " (REST)" if t.reconciled else ""
             full.append(f"{name}{mark} {when_full(t.updated_at_ms)}")
+            names.append(name)
+            name = html.escape(name)
             steps.append(f"<span class='tk-rec'>{name}</span>" if t.reconciled else name)
         timeline = " → ".join(steps[-TIMELINE_STEPS:])
+        text = " → ".join(names[-TIMELINE_STEPS:])
         if len(steps) > TIMELINE_STEPS:
-            timeline = f"<span class='tk-muted'>+{len(steps) - TIMELINE_STEPS} →</span> {timeline}"
+            more = f"+{len(steps) - TIMELINE_STEPS} →"
+            timeline = f"<span class='tk-muted'>{more}</span> {timeline}"
+            text = f"{more} {text}"
+        return timeline, text, "\n".join(full)
+
+    def _row_html(self, state: Any) -> str:
+        order: Mapping[str, Any] = state.order
+        timeline, _text, full = self._timeline(state)
         limit = order.get("limitPrice")
         return (
             f"<div class='tk-orow tk-grid tk-view' style='{self._grid}' "
@@ -331,7 +350,7 @@ class OrderStatusView(LiveView):
             f"<span>{html.escape(str(order.get('side', '')))}</span>"
             f"<span class='tk-num'>{html.escape(price_text(limit))}</span>"
             f"<span>{badge(state.status, state.status_raw)}</span>"
-            f"<span class='tk-tl' title='{chr(10).join(full)}'>{timeline}</span>"
+            f"<span class='tk-tl' title='{html.escape(full)}'>{timeline}</span>"
             f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
         )
 

@@ -89,6 +89,8 @@ def _css() -> str:
         f" font-size: 0.92em; background: {v['grey']};}}",
         ".tk-tl .tk-rec, .tk-legend .tk-rec {font-style: italic; opacity: 0.75;}",
         f".tk-legend {{color: {v['muted']}; font-size: 0.92em;}}",
+        # a cancel's outcome wraps in its narrow cell rather than being cut
+        ".tk-outcome {display: inline-block; line-height: 1.25; overflow-wrap: anywhere;}",
     ]
     rules += [
         f".tk-badge[data-status='{s}'] {{background: {v[r]};}}" for s, r in BADGE_ROLE.items()

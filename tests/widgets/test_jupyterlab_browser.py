@@ -1,0 +1,326 @@
+"""Notebook 02 in a real JupyterLab at 1,280 px, in the light and the dark theme.
+
+`jupyter lab` runs on loopback (a token, no browser, a temporary root holding one copy of
+the notebook per theme, temporary user settings that pick the theme and silence the news
+prompt); Debian's headless Chromium, driven by playwright-core (jupyterlab_probe.mjs),
+opens each copy with the file browser open, runs every cell from the Run menu (the
+notebook starts its own simulator) and watches the live views while they run. Fails when
+a view's cell, badge, outcome, status line or control lies outside its output area or the
+notebook's visible width, or when its text is clipped: during the run (for 300 ms or
+more) or once the views have stopped. Screenshots of each view, per theme, are kept as
+out/browser/jupyterlab_<theme>_<view>.png, next to what the browser saw
+(jupyterlab_02.json) and the server's log.
+
+tests/widgets/test_views_layout_browser.py checks the same views, embedded, in a page
+shaped like JupyterLab (fast, with every state the views can show); this test is the
+real thing with the notebook an analyst runs."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "02_live_views.ipynb"
+ARTEFACTS = ROOT / "out" / "browser"
+PROBE = Path(__file__).resolve().parent / "jupyterlab_probe.mjs"
+PLAYWRIGHT = ROOT / "tests" / "browser" / "node_modules" / "playwright-core"
+CHROMIUM = Path("/usr/bin/chromium")  # the probe launches exactly this binary
+NODE = shutil.which("node")
+NPM = shutil.which("npm")
+JUPYTER_LAB = Path(sys.executable).parent / "jupyter-lab"
+HAS_JUPYTERLAB = importlib.util.find_spec("jupyterlab") is not None and JUPYTER_LAB.exists()
+WIDTH, HEIGHT = 1280, 900
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+PROBE_TIMEOUT_S = 60
+
+# JupyterLab's values of the variables the views use (theme-*-extension/index.css)
+EXPECTED = {
+    "light": {"text": "rgba(0, 0, 0, 0.87)", "open": "rgb(25, 118, 210)"},
+    "dark": {"text": "rgba(255, 255, 255, 0.87)", "open": "rgb(33, 150, 243)"},
+}
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> list[int]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen[Any], grace: float = 15.0) -> list[int]:
+    """SIGTERM ``proc`` (JupyterLab shuts its kernels down), SIGKILL its process group if
+    it hangs, then whatever it started that still runs. Returns those pids."""
+    spawned = _descendants(proc.pid)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: pgid == pid
+            proc.wait(5)
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [p for p in spawned if _alive(p)]
+    for pid in survivors:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return survivors
+
+
+def _using(marker: str) -> list[int]:
+    """Live processes whose command line mentions ``marker`` (a path unique to this run)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
+                    pids.append(int(entry.name))
+    return pids
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 40.0) -> None:
+    """Until the server answers its status API (it does once every extension is loaded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"jupyter lab exited:\n{log.read_text()[-3000:]}"
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
+            if answer.status == 200:
+                return
+        assert time.monotonic() < deadline, f"jupyter lab not answering:\n{log.read_text()[-3000:]}"
+        time.sleep(0.1)
+
+
+def _playwright() -> Path:
+    """playwright-core as pinned by tests/browser/package-lock.json (never a browser)."""
+    if not (PLAYWRIGHT / "package.json").exists():
+        assert NPM is not None
+        done = subprocess.run(
+            [NPM, "ci", "--prefix", str(PLAYWRIGHT.parents[1]), "--no-audit", "--no-fund"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    return PLAYWRIGHT
+
+
+# -- the set-up ------------------------------------------------------------------------------
+
+
+def _settings(directory: Path) -> Path:
+    """User settings for the server: no news or update prompt (it would cover the views
+    and fetch from the internet). Returns the theme's settings file, which the probe writes
+    before it opens each theme's page."""
+    apputils = directory / "@jupyterlab" / "apputils-extension"
+    apputils.mkdir(parents=True)
+    notification = apputils / "notification.jupyterlab-settings"
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    themes = apputils / "themes.jupyterlab-settings"
+    themes.write_text(json.dumps({"theme": THEMES["light"]}))
+    return themes
+
+
+def _lab(tmp: Path, port: int, token: str, settings: Path, log: Path) -> subprocess.Popen[Any]:
+    env = {
+        **os.environ,
+        # nothing from the user's own Jupyter set-up; the venv's kernel and extensions
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        # the notebook writes its files here, not under the repository
+        "TOOLKIT_NOTEBOOK_OUT": str(tmp / "notebook-out"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [
+                str(JUPYTER_LAB),
+                "--no-browser",
+                "--allow-root",  # CI runs as root
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",  # this port or fail, never a neighbour
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={tmp / 'root'}",
+                f"--LabApp.user_settings_dir={settings}",
+                f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+                # offline: no announcements, no update check, no extension listing
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly",
+            ],
+            cwd=tmp / "root",
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _probe(config: dict[str, Any], profile: Path) -> dict[str, Any]:
+    assert NODE is not None
+    probe = subprocess.Popen(
+        [NODE, str(PROBE), json.dumps(config)],
+        cwd=PROBE.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = probe.communicate(timeout=PROBE_TIMEOUT_S + 15)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the browser probe did not finish in time")
+    finally:
+        _stop(probe)
+        # the probe closes Chromium itself; anything still running on its profile is a leak
+        leaked = _using(str(profile))
+        for pid in leaked:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert probe.returncode == 0, err[-3000:]
+    assert not leaked, f"Chromium processes left running: {leaked}"
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+# -- the test --------------------------------------------------------------------------------
+
+
+def test_order_rows_of_notebook02_fit_jupyterlab_at_1280px_with_the_file_browser() -> None:
+    """The arithmetic behind what the browser test sees: notebook 02's order rows (13
+    character ids, "+1 → CANCELLING → CANCELLED", today's times) and the narrowest
+    button-or-outcome cell fit JupyterLab's ~848 px output area (13 px fonts, the table's
+    0.92 of it); a long timeline widens its column instead of being cut."""
+    from toolkit.widgets._order_format import order_grid
+
+    grid, width_em = order_grid(13, len("+1 → CANCELLING → CANCELLED"), len("18:20:19.650"))
+    assert "minmax(16.9em, 2.0fr)" in grid  # the timeline's column fits its 27 characters
+    row_px = (width_em + 0.5) * 0.92 * 13 + 7.5 * 13  # see OrderStatusView._set_grid, _Slot
+    assert row_px <= 848, row_px
+    assert "minmax(13.5em, 2.0fr)" in order_grid()[0]  # short timelines keep the usual width
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's /usr/bin/chromium is not installed")
+@pytest.mark.skipif(
+    not HAS_JUPYTERLAB, reason="jupyterlab is not installed (pip install -e '.[dev]')"
+)
+@pytest.mark.skipif(NODE is None or NPM is None, reason="node/npm (the browser driver) missing")
+@pytest.mark.timeout(90)
+def test_notebook02_in_jupyterlab_light_and_dark_at_1280px(tmp_path: Path) -> None:
+    playwright = _playwright()
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    for old in ARTEFACTS.glob("jupyterlab_*"):
+        old.unlink()
+    code_cells = sum(c.cell_type == "code" for c in nbformat.read(NOTEBOOK, as_version=4).cells)
+    for theme in THEMES:
+        (tmp_path / "root" / theme).mkdir(parents=True)
+        shutil.copy(NOTEBOOK, tmp_path / "root" / theme / NOTEBOOK.name)
+    themes_file = _settings(tmp_path / "settings")
+
+    port, token = _free_port(), secrets.token_hex(16)
+    base = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "jupyterlab.log"
+    profile = tmp_path / "chromium-profile"
+    lab = _lab(tmp_path, port, token, tmp_path / "settings", log)
+    try:
+        _wait_ready(f"{base}api/status?token={token}", lab, log)
+        result = _probe(
+            {
+                "base": base,
+                "token": token,
+                "themes": [
+                    {"name": name, "label": label, "path": f"{name}/{NOTEBOOK.name}"}
+                    for name, label in THEMES.items()
+                ],
+                "settingsFile": str(themes_file),
+                "codeCells": code_cells,
+                "width": WIDTH,
+                "height": HEIGHT,
+                "shots": str(ARTEFACTS),
+                "profile": str(profile),
+                "playwright": str(playwright),
+                "timeoutMs": PROBE_TIMEOUT_S * 1000,
+            },
+            profile,
+        )
+    finally:
+        survivors = _stop(lab)
+        shutil.copy(log, ARTEFACTS / "jupyterlab_02.log")
+    (ARTEFACTS / "jupyterlab_02.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    assert not survivors, f"JupyterLab's kernels left running: {survivors}"
+
+    assert result["error"] is None, result["error"]
+    assert result["blocked"] == [], result["blocked"]  # nothing but loopback was asked for
+    assert set(result["pages"]) == set(THEMES), list(result["pages"])
+    for theme, page in result["pages"].items():
+        context = f"{theme}: " + json.dumps(page, indent=1)[:6000]
+        assert page["error"] is None, context
+        assert page["pageErrors"] == [], context
+        assert page["errors"] == [], context  # no cell raised
+        assert page["prompts"] == [f"[{i}]:" for i in range(1, code_cells + 1)], context
+        assert page["status"] == ["● stopped", "● stopped"], context
+        # the window JupyterLab was laid out in: 1,280 px, the file browser open beside
+        # the notebook
+        shell = page["shell"]
+        assert shell["width"] == WIDTH, context
+        assert shell["fileBrowser"][1] - shell["fileBrowser"][0] >= 200, context
+        assert shell["notebook"][0] >= shell["fileBrowser"][1], context
+        # both views rendered, with their rows; OPEN limit orders had a Cancel button
+        assert page["final"]["prices"]["rows"] == 4, context
+        assert page["final"]["orders"]["rows"] >= 2, context
+        assert page["maxButtons"].get("orders", 0) >= 1, context
+        # nothing outside the viewport or clipped: not while the cells ran, not at the end
+        assert page["liveProblems"] == [], json.dumps(page["liveProblems"], indent=1)
+        assert page["finalProblems"] == [], json.dumps(page["finalProblems"], indent=1)
+        # the theme's variables are what the views are painted with
+        colours = page["colours"]
+        assert colours["text"] == EXPECTED[theme]["text"], colours
+        assert colours["badges"].get("OPEN") == EXPECTED[theme]["open"], colours
+        for view in ("prices", "orders"):
+            shot = ARTEFACTS / f"jupyterlab_{theme}_{view}.png"
+            assert shot.exists() and shot.stat().st_size > 20_000, shot
