@@ -28,6 +28,7 @@ def test_public_names_are_the_documented_ones() -> None:
         "execution_report",
         "CancelResult",
         "ServiceProfile",
+        "OrderStore",
     }
     assert expected <= set(toolkit.__all__)
 

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "TickerView": "toolkit.widgets",
     "OrderStatusView": "toolkit.widgets",
     "execution_report": "toolkit.report",
+    "OrderStore": "toolkit.store",
     "diagnose": "toolkit.doctor",
     "ExecutionReport": "toolkit.report",
     "ToolkitError": "toolkit.errors",
@@ -70,6 +71,7 @@ __all__ = [
     "OrderFrames",
     "OrderNotFound",
     "OrderStatusView",
+    "OrderStore",
     "PaginationLoop",
     "PermissionDenied",
     "RateLimited",
@@ -119,6 +121,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.recording import Recorder, read_recording, replay
     from toolkit.report import ExecutionReport, execution_report
     from toolkit.sim import Simulator
+    from toolkit.store import OrderStore
     from toolkit.stream import (
         BalanceEvent,
         OrderBook,

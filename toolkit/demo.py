@@ -1,17 +1,51 @@
 """The offline end-to-end demo behind ``toolkit demo`` and ``make demo``: simulator,
-activity through the toolkit itself, a recording, loaded frames, exports and the report."""
+activity through the toolkit itself, a recording, an order store, exports and the report."""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 #: what the recorder captures during the demo
 DEMO_CHANNELS = ("watchOrders", "watchTicker:BTC/BRL", "watchTickers", "watchBalance")
+#: the file that marks a folder as a demo's output, so a later run may clear it
+MARKER = ".toolkit-demo"
+
+
+def prepare_out(out: str | Path) -> tuple[Path, str]:
+    """The folder this run writes to, clean, and a sentence saying which it is: ``out``
+    itself when it is new, empty or a previous demo's output (cleared); otherwise (a
+    folder holding other files, which the demo never deletes) a timestamped subfolder."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file")
+    if not out.exists() or not any(out.iterdir()):
+        out.mkdir(parents=True, exist_ok=True)
+        note = f"output folder {out} (new, empty)"
+    elif (out / MARKER).is_file():
+        for child in out.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        note = f"output folder {out} (the previous demo run there was cleared)"
+    else:
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        target = out / f"demo-{stamp}"
+        target.mkdir()
+        note = (
+            f"output folder {target} ({out} holds other files, left untouched: this run "
+            "went to a new timestamped folder)"
+        )
+        out = target
+    (out / MARKER).write_text("written by toolkit demo; the next run may clear this folder\n")
+    return out, note
 
 
 @dataclass
@@ -27,14 +61,22 @@ class DemoResult:
     orders: int
     fills: int
     recorded_messages: int
+    store: Path | None = None
+    out_note: str = ""
+    #: orders by where the store found them (listing, recording, ids)
+    sources: dict[str, int] = field(default_factory=dict)
+    coverage_warnings: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     cancel_outcomes: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
     def summary(self) -> str:
+        found = ", ".join(f"{n} from {s}" for s, n in self.sources.items() if n)
         lines = [
             f"demo finished in {self.seconds:.1f} s; everything is under {self.out}",
-            f"  orders loaded       {self.orders} ({self.fills} fills)",
+            f"  {self.out_note}" if self.out_note else "",
+            f"  orders in the store {self.orders} ({found}; {self.fills} fills)",
+            f"  order store         {self.store}",
             f"  limit orders made   {len(self.created)}; cancels: "
             + ", ".join(f"{oid}={outcome}" for oid, outcome in self.cancel_outcomes.items()),
             f"  recording           {self.recording} ({self.recorded_messages} messages)",
@@ -42,8 +84,9 @@ class DemoResult:
             f"  exports (CSV)       {self.csv['fills'].parent}",
             f"  report              {self.report_html}",
             f"  report tables       {self.report_tables}",
+            *(f"  note: {w}" for w in self.coverage_warnings),
         ]
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
@@ -78,14 +121,14 @@ async def arun_demo(
     log: Callable[[str], None] = print,
 ) -> DemoResult:
     """Run the whole demo into ``out``; see the module docstring."""
-    from toolkit.recording._read import read_recording
     from toolkit.recording._recorder import Recorder
     from toolkit.report import execution_report
     from toolkit.sim import Simulator
+    from toolkit.store import OrderStore
 
     started = time.monotonic()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out, out_note = prepare_out(out)
+    log(out_note)
     recording = out / "recording"
     sim = Simulator(
         seed=seed,
@@ -146,14 +189,22 @@ async def arun_demo(
             stats = await rec.stop()
             log(f"recorded {stats.messages} messages in {stats.files} files")
 
+            # the store: the listing (limit orders), the recording's watchOrders ids, and
+            # the simulator's own list of the account standing in for the user's records
+            # of older market orders (the real service lists no market orders)
             ids = await asyncio.to_thread(control.order_ids, "A1")
-            frames = await client.aload_orders(ids=ids, progress=False)
-        log(f"loaded {len(frames.orders)} orders, {len(frames.fills)} fills")
+            store = OrderStore(out / "store")
+            synced = await store.async_sync(client, recordings=[recording], ids=ids)
+            log(synced.summary())
+        frames = store.frames()
+        coverage = frames.attrs["coverage"]
+        log(f"the store holds {len(frames.orders)} orders, {len(frames.fills)} fills")
 
         parquet = frames.to_parquet(out / "exports" / "parquet")
         csv = frames.to_csv(out / "exports" / "csv")
-        market = read_recording(recording, channel="watchticker")
-        report = execution_report(frames, market)
+        # the root: the report reads watchticker and watchtickers (one row per pair) and
+        # the _session rows that say where the recording has gaps
+        report = execution_report(frames, recording)
         report_html = out / "report.html"
         report.to_html(report_html)
         report_tables = out / "report_tables"
@@ -171,6 +222,10 @@ async def arun_demo(
         orders=len(frames.orders),
         fills=len(frames.fills),
         recorded_messages=stats.messages,
+        store=store.root,
+        out_note=out_note,
+        sources=dict(coverage["by_source"]),
+        coverage_warnings=list(coverage["warnings"]),
         created=created,
         cancel_outcomes=outcomes,
         seconds=time.monotonic() - started,

@@ -216,3 +216,24 @@ def test_an_explicit_empty_profile_id_is_refused_not_replaced() -> None:
 def test_bad_transport_settings_are_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(InvalidRequest):
         Client(base_url=BASE, **settings)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"page_rule": "bogus"},
+        {"concurrency": 0},
+        {"overlap_s": float("nan")},
+        {"since": float("inf")},
+    ],
+)
+def test_the_facade_forwards_and_checks_the_loader_options(options: dict[str, Any]) -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"orders": []})
+
+    with _client(handler) as client, pytest.raises(InvalidRequest):
+        client.load_orders(progress=False, **options)
+    assert sent == []

@@ -12,9 +12,15 @@ def register(subparsers: Any) -> None:
         "demo",
         help="run the offline demo: simulator -> activity -> recording -> exports -> report",
         description="Start the local simulator, create activity through the toolkit, record "
-        "the streams, load every order, write Parquet/CSV exports and the HTML report.",
+        "the streams, sync an order store (listing, recorded ids, the simulator's account "
+        "list), write Parquet/CSV exports and the HTML report. --out is cleared when it holds "
+        "a previous demo run; a folder with other files gets a new timestamped subfolder.",
     )
-    parser.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
+    parser.add_argument(
+        "--out",
+        default="out/demo",
+        help="output folder (default out/demo); a previous demo run there is cleared",
+    )
     parser.add_argument("--seed", type=int, default=7, help="simulator seed (default 7)")
     parser.add_argument("--seconds", type=float, default=8.0, help="how long to record (default 8)")
     parser.add_argument(

@@ -15,6 +15,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("demo", "toolkit.cli._demo"),
     ("sim", "toolkit.sim._cli"),
     ("load", "toolkit.cli._load"),
+    ("sync", "toolkit.cli._sync"),
     ("record", "toolkit.cli._record"),
     ("report", "toolkit.cli._report"),
     ("doctor", "toolkit.cli._doctor"),

@@ -401,6 +401,9 @@ class Client(LimitOrderWrites):
         ids: Iterable[str] | None = None,
         exact: bool = False,
         progress: bool = True,
+        concurrency: int | None = None,
+        page_rule: str = "error",
+        overlap_s: float = 600.0,
     ) -> OrderFrames:
         """Every order (or the given ``ids``) as DataFrames; see
         :func:`toolkit.client._loaders.aload_orders`."""
@@ -415,6 +418,9 @@ class Client(LimitOrderWrites):
             ids=ids,
             exact=exact,
             progress=progress,
+            concurrency=concurrency,
+            page_rule=page_rule,
+            overlap_s=overlap_s,
         )
 
     def load_orders(
@@ -426,6 +432,9 @@ class Client(LimitOrderWrites):
         ids: Iterable[str] | None = None,
         exact: bool = False,
         progress: bool = True,
+        concurrency: int | None = None,
+        page_rule: str = "error",
+        overlap_s: float = 600.0,
     ) -> OrderFrames:
         """Sync twin of :meth:`aload_orders`."""
         return self._run(
@@ -437,6 +446,9 @@ class Client(LimitOrderWrites):
                 ids=ids,
                 exact=exact,
                 progress=progress,
+                concurrency=concurrency,
+                page_rule=page_rule,
+                overlap_s=overlap_s,
             )
         )
 

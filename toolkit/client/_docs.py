@@ -203,6 +203,17 @@ exact : bool, default False
     Decimal columns as exact ``decimal128`` instead of float64.
 progress : bool, default True
     Show a progress bar (``tqdm.auto``).
+concurrency : int, optional
+    Requests in flight to start from (default: the client's ``concurrency``); it
+    adapts to the service, shrinking on 429 and growing latency, honouring
+    ``Retry-After``.
+page_rule : {"error", "warn"}, default "error"
+    A listing page that breaks spec 4.2 rule 4 (a token with fewer than ``limit``
+    items) or holds more than ``limit`` items raises InvalidResponse; ``"warn"``
+    accepts it with one warning counting the orders concerned.
+overlap_s : float, default 600
+    With ``since``: paging stops once a whole page is older than ``since`` minus
+    this many seconds (spec 4.2 rule 6, eventual consistency).
 
 Returns
 -------

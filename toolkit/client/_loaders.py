@@ -3,16 +3,19 @@ concurrently, and hand the raw bodies to the frames builder."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
+import math
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from toolkit.client._concurrency import AdaptiveLimit, check_concurrency, gated, pump
 from toolkit.client._items import ItemFilter, ListItems
+from toolkit.client._pagination import check_page_rule
 from toolkit.errors import InvalidRequest, OrderNotFound
 from toolkit.profile import DEFAULT_PROFILE
 from toolkit.protocol import (
@@ -33,19 +36,31 @@ logger = logging.getLogger("toolkit.loaders")
 #: or a Unix timestamp (seconds or milliseconds, told apart by magnitude)
 TimeBound = str | date | datetime | int | float | None
 
+#: how far past ``since`` (or the store's newest listed order) the listing is still read:
+#: the listing is eventually consistent (spec 4.2 rule 6) and may show an order late
+LISTING_OVERLAP_S = 600.0
+#: the moments a bound may name: year 1970 to 9999, in Unix milliseconds
+_MAX_MS = 253_402_300_799_999
+
 
 class MissingOrdersWarning(UserWarning):
     """Orders listed (or asked for by id) that fetchOrder no longer found."""
 
 
 def parse_time_bound(value: TimeBound, name: str) -> int | None:
-    """``value`` as Unix milliseconds (UTC), or None."""
+    """``value`` as Unix milliseconds (UTC), or None; InvalidRequest for anything that
+    names no moment between 1970 and 9999 (inf, nan, a bool, a negative number, a bad
+    string)."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise InvalidRequest(f"{name} must be a date, datetime, ISO string or timestamp")
     if isinstance(value, int | float):
-        return to_epoch_ms(value)
+        if not math.isfinite(value) or value < 0:
+            raise InvalidRequest(f"{name} must be a finite Unix timestamp >= 0, not {value!r}")
+        ms = to_epoch_ms(value)
+        assert ms is not None
+        return _in_range(ms, name, value)
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -57,10 +72,20 @@ def parse_time_bound(value: TimeBound, name: str) -> int | None:
         value = parsed
     if isinstance(value, datetime):
         moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        return int(moment.timestamp() * 1000)
+        try:
+            ms = int(moment.timestamp() * 1000)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidRequest(f"{name} is out of range: {value!r}") from None
+        return _in_range(ms, name, value)
     if isinstance(value, date):
         return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp() * 1000)
     raise InvalidRequest(f"{name} must be a date, datetime, ISO string or timestamp")
+
+
+def _in_range(ms: int, name: str, value: object) -> int:
+    if not 0 <= ms <= _MAX_MS:
+        raise InvalidRequest(f"{name} is outside 1970..9999: {value!r}")
+    return ms
 
 
 def _symbols(symbols: str | Iterable[str] | None) -> frozenset[str] | None:
@@ -82,12 +107,16 @@ async def aload_orders(
     ids: Iterable[str] | None = None,
     exact: bool = False,
     progress: bool = True,
+    concurrency: int | None = None,
+    page_rule: str = "error",
+    overlap_s: float = LISTING_OVERLAP_S,
 ) -> OrderFrames:
     """Load orders into :class:`~toolkit.frames._frames.OrderFrames`.
 
     Without ``ids``: every limit order of the listing matching ``status`` (all nine
     statuses are sent explicitly when it is None, never a shortcut); market orders are not
-    in that listing, so load them with ``ids=``. With ``ids``: exactly those orders
+    in that listing, so load them with ``ids=`` (or keep them in a
+    :class:`toolkit.store.OrderStore`). With ``ids``: exactly those orders
     (``status`` is refused then: filter the frames). ``since`` (inclusive) and ``until``
     (exclusive) filter on the creation moment; ``symbols`` on the pair; both client-side,
     on the list items through the profile's ``listing.created_at_field`` /
@@ -97,10 +126,20 @@ async def aload_orders(
     result. ACTIVE/FINALIZED are the profile's ``listing.active_statuses`` /
     ``listing.finalized_statuses``.
 
-    Every order is read with fetchOrder, ``settings.concurrency`` at a time, while the
-    listing is still paging. An order that 404s by then is not silently lost: it is named
+    With ``since``, paging stops once the listing (newest first) is past ``since`` by
+    ``overlap_s`` seconds (default 600: spec 4.2 rule 6, eventual consistency) for a
+    whole page's worth of items in a row; if the items turn out not to be in creation
+    order, the whole listing is read instead.
+
+    Every order is read with fetchOrder while the listing is still paging, at most
+    ``concurrency`` (default ``settings.concurrency``) requests in flight, adapted to the
+    service (:class:`~toolkit.client._concurrency.AdaptiveLimit`: AIMD on 429 and latency
+    growth, honouring Retry-After). A listing page of the wrong size (spec 4.2 rule 4)
+    raises InvalidResponse; ``page_rule="warn"`` accepts it with a warning counting the
+    orders concerned. An order that 404s by then is not silently lost: it is named
     in a :class:`MissingOrdersWarning` and in ``frames.missing``; ``frames.attrs`` records
-    how the frames were loaded.
+    how the frames were loaded. Every argument is checked before any request: bad values
+    raise InvalidRequest.
     A progress bar (``tqdm.auto``) shows unless ``progress=False``.
     """
     if ids is not None and status is not None:
@@ -114,72 +153,72 @@ async def aload_orders(
         raise InvalidRequest("since must be earlier than until")
     wanted_symbols = _symbols(symbols)
     id_list = validate_order_ids(ids) if ids is not None else None
+    workers = check_concurrency(client.settings.concurrency if concurrency is None else concurrency)
+    overlap_ms = _overlap_ms(overlap_s)
     profile = client.profile
     item_filter = ItemFilter(symbols=wanted_symbols, since_ms=since_ms, until_ms=until_ms)
     # with ids= the fetched orders themselves are filtered: spec 2.4 names their fields
     bodies_reader = ListItems(
         DEFAULT_PROFILE.listing, profile.orders.timestamp_unit, order_bodies=True
     )
-    # checked now, before anything is sent (limit bounds, max_pages)
+    # checked now, before anything is sent (limit bounds, max_pages, page_rule)
     paginator = client._paginator(status_value, None, None) if id_list is None else None
+    if paginator is not None:
+        paginator.page_rule = check_page_rule(page_rule)
+    else:
+        check_page_rule(page_rule)
+    stop = ListingStop(
+        None if since_ms is None else since_ms - overlap_ms,
+        overlap_ms,
+        run=paginator.limit if paginator is not None else 1,
+    )
 
     from toolkit.frames._frames import build_frames  # pandas/pyarrow only when loading
 
     bar = _progress_bar(progress, total=len(id_list) if id_list is not None else None)
-    concurrency = client.settings.concurrency
-    queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue(maxsize=concurrency * 4)
     bodies: dict[int, bytes] = {}
     missing: list[str] = []
 
-    async def produce() -> None:
-        position = 0
+    async def jobs() -> AsyncIterator[tuple[int, str]]:
         if id_list is not None:
-            for oid in id_list:
-                await queue.put((position, oid))
-                position += 1
-        else:
-            assert paginator is not None
-            reader = paginator.items
-            async for item in client._pages(paginator):
+            for position, oid in enumerate(id_list):
+                yield position, oid
+            return
+        assert paginator is not None
+        reader = paginator.items
+        position = 0
+        pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(paginator))
+        async with contextlib.aclosing(pages) as items:
+            async for item in items:
+                if stop.passed(item, reader):
+                    return
                 if item_filter.keep(item, reader):
                     # no total while listing: a notebook bar cannot grow its maximum
-                    await queue.put((position, reader.order_id(item)))
+                    yield position, reader.order_id(item)
                     position += 1
-        for _ in range(concurrency):
-            await queue.put(None)
 
-    async def work() -> None:
-        while (job := await queue.get()) is not None:
-            position, oid = job
-            try:
-                body = await client.afetch_order_raw(oid)
-            except OrderNotFound:
-                missing.append(oid)
-            else:
-                # with ids= the listing did not filter: the order itself is checked
-                if (
-                    id_list is None
-                    or not item_filter.active
-                    or item_filter.keep(_json_object(body), bodies_reader)
-                ):
-                    bodies[position] = body
-            bar.update(1)
+    async def work(job: tuple[int, str]) -> None:
+        position, oid = job
+        try:
+            body = await client.afetch_order_raw(oid)
+        except OrderNotFound:
+            missing.append(oid)
+        else:
+            # with ids= the listing did not filter: the order itself is checked
+            if (
+                id_list is None
+                or not item_filter.active
+                or item_filter.keep(_json_object(body), bodies_reader)
+            ):
+                bodies[position] = body
+        bar.update(1)
 
     fetch_started = time.perf_counter()
-    tasks = [
-        asyncio.create_task(produce()),
-        *(asyncio.create_task(work()) for _ in range(concurrency)),
-    ]
+    limiter = AdaptiveLimit(workers)
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            error = task.exception()
-            if error is not None:
-                raise error
+        with gated(client.rest, limiter) as gate:
+            await pump(jobs(), work, workers=workers)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
 
     fetch_seconds = time.perf_counter() - fetch_started
@@ -198,8 +237,20 @@ async def aload_orders(
             "until_ms": until_ms,
             "symbols": sorted(wanted_symbols) if wanted_symbols else None,
             "fetched": len(raw),
+            "pages": paginator.pages if paginator is not None else 0,
+            "listing_stopped_early": stop.stopped,
+            "irregular_pages": dict(paginator.irregular) if paginator is not None else {},
+            "concurrency_peak": round(gate.stats.peak_limit, 1),
+            "rate_limited": gate.stats.rate_limited,
             "fetch_seconds": round(fetch_seconds, 3),
             "build_seconds": round(build_seconds, 3),
+            # the listing has limit orders only: say so wherever the frames go
+            "coverage": (
+                "the given order ids"
+                if id_list is not None
+                else "limit orders of the listing only (market orders are not listed by "
+                "the service: use toolkit.OrderStore with recordings or ids)"
+            ),
         }
     )
     if missing:
@@ -208,6 +259,54 @@ async def aload_orders(
         logger.warning(message)
         warnings.warn(message, MissingOrdersWarning, stacklevel=2)
     return frames
+
+
+class ListingStop:
+    """Where paging a newest-first listing may stop: once ``run`` items in a row (a page's
+    worth) were created before ``floor_ms`` (a bound already lowered by the overlap), so
+    one misplaced item cannot end the listing early; and only while the items come in
+    creation order (an item newer than an earlier one by more than ``overlap_ms``
+    disables the stop for this listing, logged once). ``floor_ms=None``: never stop."""
+
+    def __init__(self, floor_ms: int | None, overlap_ms: int, run: int = 1) -> None:
+        self.floor_ms = floor_ms
+        self.overlap_ms = overlap_ms
+        self.run = max(1, run)
+        self.stopped = False
+        self._oldest: int | None = None
+        self._below = 0
+
+    def passed(self, item: Mapping[str, Any], reader: ListItems) -> bool:
+        if self.floor_ms is None:
+            return False
+        created = reader.created_ms(item, "stopping the listing early")
+        if self._oldest is not None and created > self._oldest + self.overlap_ms:
+            logger.warning(
+                "the listing is not in creation order (an item %d ms newer than an earlier "
+                "one): reading it whole instead of stopping early",
+                created - self._oldest,
+            )
+            self.floor_ms = None
+            return False
+        self._oldest = created if self._oldest is None else min(self._oldest, created)
+        self._below = self._below + 1 if created < self.floor_ms else 0
+        if self._below >= self.run:
+            self.stopped = True
+            return True
+        return False
+
+
+def _overlap_ms(overlap_s: object) -> int:
+    if (
+        isinstance(overlap_s, bool)
+        or not isinstance(overlap_s, int | float)
+        or not math.isfinite(overlap_s)
+        or overlap_s < 0
+    ):
+        raise InvalidRequest(
+            f"overlap_s must be a finite number of seconds >= 0, not {overlap_s!r}"
+        )
+    return round(overlap_s * 1000)
 
 
 def _json_object(body: bytes) -> dict[str, Any]:

@@ -4,15 +4,25 @@ back verbatim, its absence the only end, a rebuilt token detected, never a silen
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.client._items import ListItems
-from toolkit.errors import InvalidResponse, PaginationLoop
+from toolkit.errors import InvalidRequest, InvalidResponse, PaginationLoop
 
 logger = logging.getLogger("toolkit.listing")
+
+#: what a page of the wrong size does: raise InvalidResponse, or count it and warn
+PageRule = str  # "error" | "warn"
+PAGE_RULES = ("error", "warn")
+
+
+class IrregularPagesWarning(UserWarning):
+    """Listing pages of the wrong size were accepted (``page_rule="warn"``): a page with a
+    paginationToken but fewer than ``limit`` items (spec 4.2 rule 4), or more than ``limit``."""
 
 
 @dataclass
@@ -30,7 +40,13 @@ class Paginator:
     - items are read through ``items`` (the profile's ``listing.*_field`` mapping);
     - ``statuses`` (when set) is checked on every item too: the service silently ignores a
       filter it does not recognise (spec 4.2), so an item outside it is dropped, counted
-      in ``dropped`` and logged once per listing.
+      in ``dropped`` and logged once per listing;
+    - a page that carries a token but holds fewer than ``limit`` items (the token comes
+      only with a full page: spec 4.2 rule 4), or that holds more than ``limit``, breaks
+      the contract: InvalidResponse naming the page and the counts with
+      ``page_rule="error"`` (the default); with ``page_rule="warn"`` the listing goes on,
+      the pages are counted in ``irregular`` (page number -> items) and one
+      :class:`IrregularPagesWarning` at the end says how many orders came on them.
     """
 
     status: str | None = None
@@ -38,11 +54,13 @@ class Paginator:
     max_pages: int = 10_000
     items: ListItems = field(default_factory=ListItems)
     statuses: frozenset[str] | None = None
+    page_rule: PageRule = "error"
     pages: int = 0
     token: str | None = None
     done: bool = False
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)
     dropped: Counter[str] = field(default_factory=Counter)
+    irregular: dict[int, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
     _tokens_seen: set[str] = field(default_factory=set)
 
@@ -68,6 +86,7 @@ class Paginator:
         if token is not None and not isinstance(token, str):
             raise InvalidResponse("paginationToken is not a string")
         self.pages += 1
+        self._check_size(len(items), bool(token))
         fresh: list[dict[str, Any]] = []
         repeated = 0
         for item in items:
@@ -98,6 +117,7 @@ class Paginator:
             )
         if not token:
             self._log_dropped()
+            self._warn_irregular()
             # absence is the only end signal (rule 4); an empty page without token ends it
             self.done = True
             self.token = None
@@ -115,6 +135,40 @@ class Paginator:
         self._tokens_seen.add(token)
         self.token = token
         return fresh
+
+    def __post_init__(self) -> None:
+        check_page_rule(self.page_rule)
+
+    def _check_size(self, count: int, has_token: bool) -> None:
+        if count > self.limit:
+            problem = f"holds {count} items, more than limit={self.limit}"
+        elif has_token and count < self.limit:
+            problem = (
+                f"holds {count} items (limit={self.limit}) yet carries a paginationToken; "
+                "a token comes only with a full page (spec 4.2 rule 4)"
+            )
+        else:
+            return
+        if self.page_rule == "error":
+            raise InvalidResponse(
+                f"listing page {self.pages} {problem}. Pass page_rule='warn' to accept such "
+                "pages and count the orders on them"
+            )
+        self.irregular[self.pages] = count
+        logger.warning("listing page %d %s; accepted (page_rule='warn')", self.pages, problem)
+
+    def _warn_irregular(self) -> None:
+        if not self.irregular:
+            return
+        orders = sum(self.irregular.values())
+        pages = ", ".join(str(p) for p in sorted(self.irregular))
+        warnings.warn(
+            f"{len(self.irregular)} listing page(s) of the wrong size (pages {pages}) were "
+            f"accepted; {orders} order(s) came on them. The listing may be incomplete or "
+            "hold an order twice (spec 4.2 rule 4)",
+            IrregularPagesWarning,
+            stacklevel=2,
+        )
 
     def _wanted(self, item: Mapping[str, Any]) -> bool:
         if self.statuses is None:
@@ -136,6 +190,13 @@ class Paginator:
             self.status,
             counts,
         )
+
+
+def check_page_rule(rule: object) -> str:
+    """``rule`` if it is a page rule (``"error"`` or ``"warn"``); InvalidRequest otherwise."""
+    if rule not in PAGE_RULES:
+        raise InvalidRequest(f"page_rule must be 'error' or 'warn', not {rule!r}")
+    return str(rule)
 
 
 def _newer(candidate: int | None, previous: int | None) -> bool:

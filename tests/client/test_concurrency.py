@@ -1,0 +1,222 @@
+"""Adaptive concurrency (AIMD): the rules on a fake clock, the gate in the transport, and
+the loaders and the store's sync under the simulator's ``rate_limit_per_s``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from toolkit.client._concurrency import AdaptiveLimit, gated, pump
+from toolkit.errors import InvalidRequest
+from toolkit.sim import Simulator
+from toolkit.store import OrderStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_slow_start_doubles_until_the_first_429_then_halves() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, initial=4, clock=clock)
+    for _ in range(4):  # one round trip of 4 successes
+        limit.observe(200, 0.05)
+    assert limit.limit == 8
+    limit.observe(429, 0.05, "1")
+    assert limit.limit == 4 and not limit.slow_start
+    assert limit.stats.rate_limited == 1 and limit.stats.decreases == 1
+
+
+def test_one_decrease_per_round_trip_stale_answers_do_not_shrink_again() -> None:
+    limit = AdaptiveLimit(64, initial=16, clock=Clock())
+    epoch = 0
+    limit.observe(429, 0.05, None, epoch)
+    limit.observe(429, 0.05, None, epoch)  # sent before the decrease
+    limit.observe(429, 0.05, None, epoch)
+    assert limit.limit == 8
+    limit.observe(429, 0.05, None, epoch + 1)  # sent after it
+    assert limit.limit == 4
+
+
+def test_retry_after_freezes_growth_until_it_has_passed() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, initial=8, clock=clock)
+    limit.observe(429, 0.05, "2")
+    assert limit.limit == 4
+    clock.now += 1.0
+    for _ in range(20):
+        limit.observe(200, 0.05)
+    assert limit.limit == 4  # still within Retry-After
+    clock.now += 1.5
+    limit.observe(200, 0.05)
+    assert limit.limit > 4
+
+
+def test_additive_increase_is_one_per_round_trip_and_capped_per_second() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, initial=8, clock=clock, max_increase_per_s=2.0)
+    limit.observe(429, 0.05)  # leave slow start at 4
+    for _ in range(4):
+        clock.now += 10.0  # plenty of time: the per-success step rules
+        limit.observe(200, 0.05)
+    assert limit.limit == pytest.approx(4 + 1 / 4 + 1 / 4.25 + 1 / 4.485 + 1 / 4.708, abs=0.01)
+    clock.now += 0.01  # 10 ms later: at most 2/s * 0.01 s
+    before = limit.limit
+    limit.observe(200, 0.05)
+    assert limit.limit - before == pytest.approx(0.02)
+
+
+def test_latency_growth_shrinks_the_limit() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, initial=16, clock=clock)
+    for _ in range(10):
+        limit.observe(200, 0.05)
+    grown = limit.limit
+    for _ in range(40):  # the service queues: latency climbs to 0.4 s
+        limit.observe(200, 0.4)
+    assert limit.limit < grown and limit.stats.decreases >= 1
+    # jitter of a fast service (1 ms -> 4 ms) is no queue
+    fast = AdaptiveLimit(64, initial=8, clock=clock)
+    for latency in [0.001] * 5 + [0.004] * 50:
+        fast.observe(200, latency)
+    assert fast.stats.decreases == 0
+
+
+def test_never_above_maximum_nor_below_one() -> None:
+    limit = AdaptiveLimit(5, initial=50, clock=Clock())
+    assert limit.limit == 5
+    for epoch in range(20):
+        limit.observe(429, 0.05, None, epoch)
+    assert limit.limit == 1
+    with pytest.raises(InvalidRequest):
+        AdaptiveLimit(0)
+
+
+def test_the_gate_holds_sends_to_the_limit() -> None:
+    limit = AdaptiveLimit(3, initial=2, clock=Clock())
+    peak = 0
+    release = asyncio.Event()
+
+    async def send() -> None:
+        nonlocal peak
+        async with limit.slot() as report:
+            peak = max(peak, limit.in_flight)
+            await release.wait()
+            report(200, {})
+
+    async def scenario() -> None:
+        tasks = [asyncio.create_task(send()) for _ in range(6)]
+        while limit.in_flight < 2:
+            await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert limit.in_flight == 2  # the others wait for a slot
+        release.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+    assert peak <= 3 and limit.stats.sent == 6
+
+
+def test_pump_raises_the_first_error_and_cancels_the_rest() -> None:
+    async def jobs():  # type: ignore[no-untyped-def]
+        for i in range(100):
+            yield i
+
+    done: list[int] = []
+
+    async def work(i: int) -> None:
+        if i == 5:
+            raise ValueError("job 5")
+        done.append(i)
+        await asyncio.sleep(0)
+
+    with pytest.raises(ValueError, match="job 5"):
+        asyncio.run(pump(jobs(), work, workers=4))
+    assert len(done) < 100
+
+
+def test_gated_installs_and_removes_the_gate_and_shares_an_outer_one() -> None:
+    class Rest:
+        gate = None
+
+    rest = Rest()
+    outer, inner = AdaptiveLimit(4), AdaptiveLimit(8)
+    with gated(rest, outer) as got:
+        assert got is outer and rest.gate is outer
+        with gated(rest, inner) as shared:
+            assert shared is outer
+    assert rest.gate is None
+
+
+# -- against the simulator's rate limit -----------------------------------------------------
+
+
+@pytest.fixture
+def limited(fresh_sim: Simulator) -> Simulator:
+    fresh_sim.control.set_knobs(rate_limit_per_s=40)
+    return fresh_sim
+
+
+def test_loader_adapts_to_a_rate_limit_and_loses_nothing(limited: Simulator) -> None:
+    # 10 a second, bursts of 10: 40 orders cannot all go through in the first second
+    limited.control.set_knobs(rate_limit_per_s=10)
+    ids = sorted(i for i in limited.control.order_ids() if i.startswith("m-"))[:40]
+    with limited.client(concurrency=32) as client:
+        frames = client.load_orders(ids=ids, progress=False)
+        sent = client.rest.sent
+    assert sorted(frames.orders["id"]) == ids and frames.missing == []
+    attrs = frames.attrs
+    # the limiter met the service's limit and backed off instead of holding 32 in flight
+    assert 1 <= attrs["rate_limited"] < sent
+    assert attrs["concurrency_peak"] < 32
+
+
+def test_store_sync_adapts_to_a_rate_limit(limited: Simulator, tmp_path: Path) -> None:
+    ids = [i for i in limited.control.order_ids() if i.startswith("m-")]
+    with limited.client(concurrency=32) as client:
+        result = OrderStore(tmp_path).sync(client, ids=ids)
+    assert result.rate_limited >= 1 and not result.missing
+    assert result.new == len(ids) + len({i for i in limited.control.order_ids() if i[:2] == "l-"})
+
+
+def test_a_send_from_another_event_loop_is_not_held_back() -> None:
+    limit = AdaptiveLimit(1, initial=1, clock=Clock())
+
+    async def hold_one() -> None:
+        async with limit.slot() as report:
+            # the limiter's own loop is full; a second loop (another thread's) passes
+            async def other() -> None:
+                async with limit.slot() as other_report:
+                    other_report(200, {})
+
+            await asyncio.to_thread(asyncio.run, other())
+            report(200, {})
+
+    asyncio.run(hold_one())
+    assert limit.stats.sent == 1  # only the own loop's send is counted and adapted to
+
+
+def test_a_429_does_not_cut_below_what_the_service_just_delivered() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, initial=16, clock=clock)
+    limit.observe(429, 0.1)  # leave slow start: 8
+    for _ in range(100):  # 100 successes a second at 0.1 s: it sustains 10 in flight
+        clock.now += 0.01
+        limit.observe(200, 0.1)
+    limit.limit = 16.0
+    limit.observe(429, 0.1, None)
+    assert limit.limit == pytest.approx(10.0, rel=0.05)
+    # at least a tenth off, however much was delivered
+    for _ in range(400):
+        clock.now += 0.0025
+        limit.observe(200, 0.1)
+    before = limit.limit
+    limit.observe(429, 0.1, None, limit._epoch)
+    assert limit.limit == pytest.approx(before * 0.9)

@@ -1,0 +1,315 @@
+"""The store on disk: Parquet part files per month of ``createdAt``
+(``ROOT/month=YYYY-MM/part-*.parquet``; each order in exactly one file), each written or
+replaced whole through ``toolkit._atomic``; the state file ``ROOT/_store.json`` (written
+last by a sync); the writer's lock file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit._atomic import atomic_write, atomic_write_text, fsync_path
+from toolkit.errors import InvalidRequest, ToolkitError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+logger = logging.getLogger("toolkit.store")
+
+PART_GLOB = "part-*.parquet"
+STATE_NAME = "_store.json"
+PROFILE_NAME = "_profile.toml"
+LOCK_NAME = ".lock"
+STATE_VERSION = 1
+
+#: statuses after which an order never changes again. Not protocol.TERMINAL: EXECUTED is
+#: "executed at the provider, awaiting finalization" (spec 3.1) and goes on to closed
+FINAL_STATUSES = frozenset({"CLOSED", "EXPIRED", "CANCELLED", "REJECTED"})
+
+#: where an order came from, in the ``_source`` column (first discovery)
+SOURCES = ("listing", "recording", "ids")
+
+
+class StoreLocked(ToolkitError):
+    """Another writer (a sync in this or another process) holds the store's lock."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the store knows of one order without reading its body."""
+
+    status: str
+    updated_ms: int | None
+    created_ms: int
+    type: str
+    source: str
+    #: the part file that holds the order
+    file: str = ""
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+def month_of(created_ms: int) -> str:
+    """The partition (``YYYY-MM``, UTC) of an order created at ``created_ms``."""
+    return datetime.fromtimestamp(created_ms / 1000, UTC).strftime("%Y-%m")
+
+
+def schema() -> pa.Schema:
+    """The columns of every month file (the partition column ``month`` is the folder)."""
+    import pyarrow as pa
+
+    ts = pa.timestamp("ms", tz="UTC")
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("type", pa.string()),
+            pa.field("symbol", pa.string()),
+            pa.field("status", pa.string()),
+            pa.field("createdAt", ts),
+            pa.field("updatedAt", ts),
+            pa.field("_source", pa.string()),
+            pa.field("_synced_at", ts),
+            pa.field("body", pa.string()),
+        ]
+    )
+
+
+class StoreFiles:
+    """The files of one store root."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise InvalidRequest(f"order store {self.root} is a file, not a folder")
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def month_dir(self, month: str) -> Path:
+        return self.root / f"month={month}"
+
+    def month_files(self, months: Iterable[str] | None = None) -> list[Path]:
+        """The part files present (of ``months`` when given), oldest month first."""
+        if months is not None:
+            return [
+                p for m in sorted(set(months)) for p in sorted(self.month_dir(m).glob(PART_GLOB))
+            ]
+        return sorted(self.root.glob(f"month=*/{PART_GLOB}"))
+
+    def months(self) -> list[str]:
+        return sorted(p.name.removeprefix("month=") for p in self.root.glob("month=*"))
+
+    def clean_temporaries(self) -> int:
+        """Remove what an interrupted write left (hidden ``.*.tmp`` files): the files they
+        were meant to replace are still whole. Returns how many were removed."""
+        removed = 0
+        for tmp in [*self.root.glob(".*.tmp"), *self.root.glob("month=*/.*.tmp")]:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                removed += 1
+        return removed
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(
+        self,
+        columns: Sequence[str] | None = None,
+        months: Iterable[str] | None = None,
+        filter: Any = None,
+    ) -> pa.Table:
+        """The rows of the store (of ``months``), ``columns`` only, ``filter`` applied."""
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        files = self.month_files(months)
+        wanted = list(columns) if columns is not None else schema().names
+        if not files:
+            return schema().empty_table().select(wanted)
+        dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema())
+        read = list(dict.fromkeys(["id", *wanted]))
+        table = dataset.to_table(columns=read, filter=filter)
+        if pc.count_distinct(table.column("id")).as_py() != table.num_rows:
+            # an order twice: a compaction was interrupted; the newer file's copy wins
+            last = {oid: i for i, oid in enumerate(table.column("id").to_pylist())}
+            table = table.take(sorted(last.values()))
+        return table.select(wanted)
+
+    def index(self) -> dict[str, Entry]:
+        """id -> :class:`Entry` of every order in the store."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        out: dict[str, Entry] = {}
+        wanted = ["id", "status", "updatedAt", "createdAt", "type", "_source"]
+        for path in self.month_files():
+            table = pq.read_table(path, columns=wanted, schema=schema())
+            cols = {
+                name: (
+                    table.column(name).cast(pa.int64())
+                    if name in ("updatedAt", "createdAt")
+                    else table.column(name)
+                ).to_pylist()
+                for name in wanted
+            }
+            name = str(path)
+            for oid, status, updated, created, kind, source in zip(
+                *(cols[c] for c in wanted), strict=True
+            ):
+                out[oid] = Entry(
+                    status=status or "",
+                    updated_ms=_ms(updated),
+                    created_ms=_ms(created) or 0,
+                    type=kind or "",
+                    source=source or "",
+                    file=name,
+                )
+        return out
+
+    # -- writing --------------------------------------------------------------------------
+
+    def add_part(self, month: str, rows: pa.Table) -> Path:
+        """Write ``rows`` (orders the store does not hold yet) as a new part file of
+        ``month``, whole or not at all; returns its path."""
+        directory = self.month_dir(month)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"part-{time.time_ns()}-{uuid.uuid4().hex[:8]}.parquet"
+        self.write_table(path, rows.cast(schema()))
+        return path
+
+    def replace_in_part(self, path: Path, rows: pa.Table) -> None:
+        """Replace, in the part file ``path``, the orders of ``rows`` by these rows: the
+        file is rewritten whole or not at all, so each order stays in exactly one file."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        rows = rows.cast(schema())
+        old = pq.read_table(path, schema=schema())
+        keep = pc.invert(pc.is_in(old.column("id"), value_set=rows.column("id")))
+        self.write_table(path, pa_concat([old.filter(keep), rows]))
+
+    def compact(self, month: str, max_files: int) -> bool:
+        """Merge the part files of ``month`` into one when there are more than
+        ``max_files``: the merged file (the newest name) is written whole first, then the
+        old ones are removed; :meth:`repair` finishes an interrupted compaction."""
+        import pyarrow.parquet as pq
+
+        files = self.month_files([month])
+        if len(files) <= max_files:
+            return False
+
+        def stream(tmp: Path) -> None:
+            # row group by row group: memory stays at one row group, not the month
+            with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
+                for f in files:
+                    source = pq.ParquetFile(f)
+                    for i in range(source.num_row_groups):
+                        writer.write_table(source.read_row_group(i).cast(schema()))
+
+        path = self.month_dir(month) / f"part-{time.time_ns()}-{uuid.uuid4().hex[:8]}.parquet"
+        atomic_write(path, stream)
+        for f in files:
+            f.unlink()
+        with contextlib.suppress(OSError):
+            fsync_path(self.month_dir(month))
+        return True
+
+    def repair(self) -> int:
+        """Remove the part files an interrupted compaction left: a file whose orders are
+        all in one newer file of its month. Outside compaction each order is in exactly
+        one file, so nothing else matches. Returns how many files were removed."""
+        import pyarrow.parquet as pq
+
+        removed = 0
+        for month in self.months():
+            files = self.month_files([month])
+            if len(files) < 2:
+                continue
+            ids = {f: set(pq.read_table(f, columns=["id"]).column("id").to_pylist()) for f in files}
+            for i, f in enumerate(files):
+                if any(ids[f] <= ids[g] for g in files[i + 1 :]):
+                    f.unlink()
+                    removed += 1
+        return removed
+
+    def write_table(self, path: Path, table: pa.Table) -> None:
+        """``table`` to ``path`` (newest first), whole or not at all (``toolkit._atomic``)."""
+        import pyarrow.parquet as pq
+
+        table = table.sort_by([("createdAt", "descending"), ("id", "ascending")])
+        atomic_write(
+            path,
+            lambda tmp: pq.write_table(table, tmp, compression="zstd", row_group_size=16_384),
+        )
+
+    # -- state ----------------------------------------------------------------------------
+
+    def read_state(self) -> dict[str, Any]:
+        path = self.root / STATE_NAME
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"version": STATE_VERSION}
+        except (OSError, ValueError) as exc:
+            # written atomically: a bad file is not ours to guess at
+            raise InvalidRequest(f"order store state {path} is unreadable: {exc}") from exc
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise InvalidRequest(f"order store state {path} has an unknown version")
+        return data
+
+    def write_state(self, state: Mapping[str, Any]) -> None:
+        atomic_write_text(self.root / STATE_NAME, json.dumps(state, indent=1, sort_keys=True))
+
+    # -- the writer's lock ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the store's writer lock for the block; StoreLocked when another writer
+        holds it. The lock is an OS file lock: it goes with the process that held it, so
+        a killed sync never leaves the store locked."""
+        import fcntl
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                raise StoreLocked(
+                    f"order store {self.root} is being written by another sync ({holder}); "
+                    "one writer at a time: wait for it to finish"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def pa_concat(tables: Sequence[pa.Table]) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.concat_tables(list(tables))
+
+
+def _ms(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)  # type: ignore[call-overload]

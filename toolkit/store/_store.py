@@ -1,0 +1,319 @@
+"""``OrderStore``: the account's orders kept on disk, synced incrementally, read back as
+:class:`~toolkit.frames.OrderFrames` with where each order came from and what the set covers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolkit.client._loaders import LISTING_OVERLAP_S, TimeBound, _symbols, parse_time_bound
+from toolkit.errors import InvalidRequest
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
+from toolkit.store._files import PROFILE_NAME, SOURCES, StoreFiles, month_of
+from toolkit.store._sync import CHUNK_ORDERS, SyncResult, run_sync
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.client import Client
+    from toolkit.frames import OrderFrames
+
+
+class OrderStore:
+    """Every order the service and the recordings know of, as a Hive-partitioned Parquet
+    dataset of full order bodies: ``ROOT/month=YYYY-MM/part-*.parquet`` (month of
+    ``createdAt``, UTC), one row per order, in exactly one file, with ``id``, ``type``,
+    ``symbol``, ``status``, ``createdAt``, ``updatedAt``, ``_source`` (``listing``,
+    ``recording`` or ``ids``: where the store first found it), ``_synced_at`` and
+    ``body`` (the fetchOrder JSON). DuckDB (``read_parquet('ROOT/*/*.parquet',
+    hive_partitioning=true)``) and Polars (``pl.scan_parquet('ROOT/**/*.parquet',
+    hive_partitioning=True)``) read it as is.
+
+    ``profile`` (default: the profile of the last sync, saved in ``ROOT/_profile.toml``,
+    else the default) is what the frames are built with and how body times are read.
+
+    Every file is replaced whole or not at all; a sync killed at any point leaves a
+    readable store and the next sync completes it; one writer at a time (a second one
+    gets :class:`~toolkit.store.StoreLocked`).
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, profile: ServiceProfile | None = None
+    ) -> None:
+        self._files = StoreFiles(root)
+        self._profile = profile
+
+    @property
+    def root(self) -> Path:
+        return self._files.root
+
+    @property
+    def profile(self) -> ServiceProfile:
+        if self._profile is not None:
+            return self._profile
+        saved = self.root / PROFILE_NAME
+        return load_profile(saved) if saved.is_file() else DEFAULT_PROFILE
+
+    def __repr__(self) -> str:
+        return f"OrderStore({str(self.root)!r}, orders={len(self)})"
+
+    def __len__(self) -> int:
+        import pyarrow.dataset as ds
+
+        files = self._files.month_files()
+        if not files:
+            return 0
+        return int(ds.dataset([str(f) for f in files], format="parquet").count_rows())
+
+    # -- sync -----------------------------------------------------------------------------
+
+    async def async_sync(
+        self,
+        client: Client,
+        *,
+        recordings: Sequence[str | os.PathLike[str]] = (),
+        ids: Iterable[str] = (),
+        listing: bool = True,
+        full_listing: bool = False,
+        overlap_s: float = LISTING_OVERLAP_S,
+        concurrency: int | None = None,
+        page_rule: str = "error",
+        chunk: int = CHUNK_ORDERS,
+    ) -> SyncResult:
+        """Bring the store up to date with the service; returns a :class:`SyncResult`.
+
+        Fetched with fetchOrder: every order the store holds in a status that can still
+        change (anything but CLOSED, EXPIRED, CANCELLED, REJECTED); limit orders of the
+        listing the store does not hold, paging newest first and stopping ``overlap_s``
+        seconds (default 600, spec 4.2 rule 6) past the newest listed order of the last
+        complete sync (``full_listing=True`` reads it whole; ``listing=False`` skips it,
+        e.g. where the route is not active yet); every order id seen on ``watchorders``
+        in the ``recordings`` (folders written by ``toolkit record`` / ``tk.Recorder``)
+        and the given ``ids``, when the store does not hold them. A finished order is
+        never fetched again.
+
+        At most ``concurrency`` (default ``settings.concurrency``) requests in flight,
+        adapted to the service (AIMD on 429 and latency growth, honouring Retry-After).
+        Bodies are merged into their month files every ``chunk`` orders. Holds the
+        store's lock: StoreLocked when another sync runs.
+
+        Parameters
+        ----------
+        client : Client
+            The service to sync from; its profile is saved beside the data.
+        recordings : sequence of path-like
+            Recording folders whose ``watchorders`` order ids to add.
+        ids : iterable of str
+            Order ids from the user's own records.
+        listing, full_listing : bool
+            Read the limit-order listing at all; read it whole.
+        overlap_s : float
+            Seconds past the newest stored listed order the listing is still read.
+        concurrency : int, optional
+            Most requests in flight (default ``settings.concurrency``).
+        page_rule : {"error", "warn"}
+            What a listing page of the wrong size does (spec 4.2 rule 4).
+        chunk : int
+            Orders buffered before they are written.
+
+        Returns
+        -------
+        SyncResult
+            Counts (fetched, new by source, changed, unchanged, missing), listing pages,
+            requests and 429s, and the coverage warnings.
+
+        Raises
+        ------
+        StoreLocked
+            Another sync holds the store.
+        InvalidRequest
+            A bad argument, before any request.
+        """
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise InvalidRequest(f"chunk must be a positive integer, not {chunk!r}")
+        roots = [Path(r) for r in recordings]
+        profile = self._profile or client.profile
+        with self._files.lock():
+            result = await run_sync(
+                self._files,
+                client,
+                profile,
+                recordings=roots,
+                ids=ids,
+                overlap_s=overlap_s,
+                concurrency=concurrency,
+                page_rule=page_rule,
+                full_listing=full_listing,
+                listing=listing,
+                chunk=chunk,
+            )
+            if self._profile is None:
+                await asyncio.to_thread(_save_profile, client.profile, self.root / PROFILE_NAME)
+        result.warnings.extend(self.coverage()["warnings"])
+        return result
+
+    def sync(self, client: Client, **options: Any) -> SyncResult:
+        """Sync twin of :meth:`async_sync` (runs on the client's loop thread)."""
+        return client._run(self.async_sync(client, **options))
+
+    # -- reading --------------------------------------------------------------------------
+
+    def frames(
+        self,
+        since: TimeBound = None,
+        until: TimeBound = None,
+        symbols: str | Iterable[str] | None = None,
+        types: str | Iterable[str] | None = None,
+        *,
+        exact: bool = False,
+    ) -> OrderFrames:
+        """The stored orders as :class:`~toolkit.frames.OrderFrames` built with the store's
+        profile: ``since`` (inclusive) / ``until`` (exclusive) on ``createdAt`` (only the
+        months they span are read), ``symbols`` pairs, ``types`` order types (``market``,
+        ``limit``, case-insensitive). ``frames.orders["_source"]`` says where each order
+        came from; ``frames.attrs["coverage"]`` what the set covers and its warnings (for
+        instance that market orders are known only from recordings).
+
+        Parameters
+        ----------
+        since, until : str, date, datetime, int or float, optional
+            Creation-time bounds (ISO text, datetime or Unix seconds/milliseconds).
+        symbols, types : str or iterable of str, optional
+            Pairs (``BTC/BRL``) and order types (``market``, ``limit``) to keep.
+        exact : bool
+            Exact decimals (``decimal128``) instead of float64.
+
+        Returns
+        -------
+        OrderFrames
+            Empty frames with the full schema when nothing matches.
+        """
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        from toolkit.frames import build_frames
+
+        since_ms = parse_time_bound(since, "since")
+        until_ms = parse_time_bound(until, "until")
+        if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+            raise InvalidRequest("since must be earlier than until")
+        wanted_symbols = _symbols(symbols)
+        wanted_types = _types(types)
+        months = None
+        if since_ms is not None or until_ms is not None:
+            present = self._files.months()
+            low = month_of(since_ms) if since_ms is not None else ""
+            high = month_of(until_ms) if until_ms is not None else "9999-99"
+            months = [m for m in present if low <= m <= high]
+        expr: Any = None
+        ts = pa.timestamp("ms", tz="UTC")
+        for part in (
+            None if since_ms is None else ds.field("createdAt") >= pa.scalar(since_ms, ts),
+            None if until_ms is None else ds.field("createdAt") < pa.scalar(until_ms, ts),
+            None if wanted_symbols is None else ds.field("symbol").isin(sorted(wanted_symbols)),
+            None if wanted_types is None else ds.field("type").isin(sorted(wanted_types)),
+        ):
+            if part is not None:
+                expr = part if expr is None else expr & part
+        table = self._files.read(["id", "_source", "body"], months=months, filter=expr)
+        frames = build_frames(table.column("body").to_pylist(), exact=exact, profile=self.profile)
+        sources = dict(
+            zip(table.column("id").to_pylist(), table.column("_source").to_pylist(), strict=True)
+        )
+        orders = frames.orders
+        position = list(orders.columns).index("id") + 1 if "id" in orders else len(orders.columns)
+        orders.insert(position, "_source", orders["id"].map(sources) if len(orders) else [])
+        frames.attrs.update(
+            {
+                "source": str(self.root),
+                "loaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "since_ms": since_ms,
+                "until_ms": until_ms,
+                "symbols": sorted(wanted_symbols) if wanted_symbols else None,
+                "types": sorted(wanted_types) if wanted_types else None,
+                "coverage": self.coverage(),
+            }
+        )
+        frames.missing.extend(self.coverage()["missing"])
+        return frames
+
+    def coverage(self) -> dict[str, Any]:
+        """What the store covers: orders by ``_source`` and by type, the last sync, the
+        recordings' start, ids not found, and ``warnings`` to show wherever the set is
+        shown (market orders are not listed by the service: the store knows only those a
+        recording saw or a user named).
+
+        Returns
+        -------
+        dict
+            ``orders``, ``by_source``, ``by_type``, ``market_orders``,
+            ``recordings_since``, ``last_sync``, ``syncs``, ``missing``, ``complete``
+            (always False) and ``warnings``.
+        """
+        table = self._files.read(["type", "_source"])
+        by_source: dict[str, int] = dict.fromkeys(SOURCES, 0)
+        by_type: dict[str, int] = {}
+        market_by_source: dict[str, int] = {}
+        for kind, source in zip(
+            table.column("type").to_pylist(), table.column("_source").to_pylist(), strict=True
+        ):
+            by_source[source] = by_source.get(source, 0) + 1
+            by_type[kind or "?"] = by_type.get(kind or "?", 0) + 1
+            if kind != "limit":
+                market_by_source[source] = market_by_source.get(source, 0) + 1
+        state = self._files.read_state()
+        since = state.get("recordings_since_ms")
+        since_text = (
+            datetime.fromtimestamp(since / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            if isinstance(since, int)
+            else None
+        )
+        warnings: list[str] = []
+        market = sum(market_by_source.values())
+        if since_text is not None:
+            warnings.append(
+                f"{market_by_source.get('recording', 0)} market orders known from recordings "
+                f"since {since_text}; market orders placed while nothing was recording are "
+                "not listed by the service and are not in this store"
+            )
+        else:
+            warnings.append(
+                f"{market} market orders known (only from ids given by hand): the service "
+                "does not list market orders; sync with recordings (--from-recording) to "
+                "find the ones placed while a recorder ran"
+            )
+        last = state.get("last_sync") or {}
+        if last.get("listing_error"):
+            warnings.append(f"the last sync could not read the listing: {last['listing_error']}")
+        missing = [oid for oids in (state.get("missing") or {}).values() for oid in oids]
+        if missing:
+            warnings.append(f"{len(missing)} known order id(s) were not found by fetchOrder")
+        return {
+            "orders": table.num_rows,
+            "by_source": by_source,
+            "by_type": by_type,
+            "market_orders": market,
+            "recordings_since": since_text,
+            "last_sync": last or None,
+            "syncs": int(state.get("syncs", 0)),
+            "missing": missing,
+            "complete": False,  # never "every order": market orders cannot be listed
+            "warnings": warnings,
+        }
+
+
+def _types(types: str | Iterable[str] | None) -> frozenset[str] | None:
+    if types is None:
+        return None
+    values = [types] if isinstance(types, str) else list(types)
+    if not values or not all(isinstance(v, str) and v.strip() for v in values):
+        raise InvalidRequest("types= must name order types such as 'market' or 'limit'")
+    return frozenset(v.strip().lower() for v in values)
+
+
+def _save_profile(profile: ServiceProfile, path: Path) -> None:
+    from toolkit._atomic import atomic_write
+
+    atomic_write(path, lambda tmp: profile.dump(tmp))

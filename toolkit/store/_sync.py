@@ -1,0 +1,327 @@
+"""One sync of the order store: what to fetch (orders active at the last sync, the listing
+down to the store's newest listed order less an overlap, recorded and given ids never seen),
+fetched under the adaptive limiter, written month by month in chunks, the state last."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from toolkit.client._concurrency import AdaptiveLimit, check_concurrency, gated, pump
+from toolkit.client._items import ListItems
+from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
+from toolkit.client._pagination import check_page_rule
+from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, RouteNotActive
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, validate_order_ids
+from toolkit.store._files import Entry, StoreFiles, month_of, schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from toolkit.client import Client
+
+logger = logging.getLogger("toolkit.store")
+
+#: orders buffered before they are written as part files
+CHUNK_ORDERS = 5_000
+#: part files a month may have before a sync merges them into one
+MAX_FILES_PER_MONTH = 8
+
+
+@dataclass
+class SyncResult:
+    """What one sync did. ``fetched`` counts fetchOrder calls that returned an order."""
+
+    fetched: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    refreshed: int = 0
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    new_by_source: dict[str, int] = field(default_factory=dict)
+    pages: int = 0
+    listing_stopped_early: bool = False
+    listing_error: str | None = None
+    recorded_ids: int = 0
+    given_ids: int = 0
+    total: int = 0
+    months_written: int = 0
+    seconds: float = 0.0
+    requests: int = 0
+    rate_limited: int = 0
+    concurrency_peak: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """A few lines for the command line."""
+        sources = ", ".join(f"{n} from {s}" for s, n in sorted(self.new_by_source.items()))
+        missing = sum(len(v) for v in self.missing.values())
+        lines = [
+            f"synced in {self.seconds:.1f}s: {self.fetched} orders fetched "
+            f"({self.new} new{': ' + sources if sources else ''}; {self.changed} changed, "
+            f"{self.unchanged} unchanged), {self.pages} listing page(s)"
+            + (" (stopped early)" if self.listing_stopped_early else "")
+            + (f", {missing} not found" if missing else ""),
+            f"requests {self.requests} ({self.rate_limited} answered 429), concurrency "
+            f"peak {self.concurrency_peak:.0f}; the store now holds {self.total} orders",
+        ]
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+
+class _Writer:
+    """Bodies buffered and written every ``chunk`` orders (in a thread: the event loop
+    keeps fetching): new orders as a new part file per month, changed ones replaced in
+    the part file that holds them (``index``)."""
+
+    def __init__(
+        self, files: StoreFiles, profile: ServiceProfile, chunk: int, index: Mapping[str, Entry]
+    ) -> None:
+        self.files = files
+        self.index = index
+        self.chunk = chunk
+        self.reader = ListItems(
+            DEFAULT_PROFILE.listing, profile.orders.timestamp_unit, order_bodies=True
+        )
+        self.buffer: dict[str, list[dict[str, Any]]] = {}
+        self.buffered = 0
+        self.months: set[str] = set()
+        self.files_written = 0
+        self._lock = asyncio.Lock()
+
+    def row(self, body: bytes, source: str, synced_ms: int) -> tuple[str, dict[str, Any]]:
+        try:
+            order = json.loads(body)
+        except ValueError:
+            raise InvalidResponse("fetchOrder answered a body that is not JSON") from None
+        if not isinstance(order, dict):
+            raise InvalidResponse("fetchOrder answered a body that is not an object")
+        reader = self.reader
+        created = reader.created_ms(order, "the store's month partition")
+        status = order.get("status")
+        return month_of(created), {
+            "id": reader.order_id(order),
+            "type": str(order.get("type") or "").lower() or None,
+            "symbol": order.get("symbol"),
+            "status": canonical_status(status) if isinstance(status, str) else None,
+            "createdAt": created,
+            "updatedAt": reader.updated_ms(order),
+            "_source": source,
+            "_synced_at": synced_ms,
+            "body": body.decode("utf-8", errors="replace"),
+        }
+
+    async def add(self, month: str, row: dict[str, Any]) -> None:
+        self.buffer.setdefault(month, []).append(row)
+        self.buffered += 1
+        if self.buffered >= self.chunk:
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self._lock:
+            pending, self.buffer, self.buffered = self.buffer, {}, 0
+            if pending:
+                await asyncio.to_thread(self._write, pending)
+
+    def _write(self, pending: Mapping[str, list[dict[str, Any]]]) -> None:
+        for month, rows in sorted(pending.items()):
+            new = [r for r in rows if r["id"] not in self.index]
+            changed: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                if r["id"] in self.index:
+                    changed.setdefault(self.index[r["id"]].file, []).append(r)
+            if new:
+                self.files.add_part(month, _table(new))
+                self.files_written += 1
+            for path, part_rows in sorted(changed.items()):
+                self.files.replace_in_part(Path(path), _table(part_rows))
+                self.files_written += 1
+            self.months.add(month)
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    import pyarrow as pa
+
+    columns = {name: [r[name] for r in rows] for name in schema().names}
+    return pa.table(
+        {
+            n: pa.array(
+                v, type=pa.int64() if n in ("createdAt", "updatedAt", "_synced_at") else None
+            )
+            for n, v in columns.items()
+        }
+    )
+
+
+def recorded_ids(roots: Iterable[str | Path]) -> tuple[dict[str, None], int | None]:
+    """Every order id seen on ``watchorders`` in the recordings at ``roots`` (first-seen
+    order) and the earliest receive time of those messages (Unix ms), or None."""
+    from toolkit.recording._read import read_recording_table
+
+    ids: dict[str, None] = {}
+    since: int | None = None
+    for root in roots:
+        path = Path(root)
+        if not path.is_dir():
+            raise InvalidRequest(f"no recording at {path} (a folder written by toolkit record)")
+        table = read_recording_table(
+            path, "watchorders", columns=["order_id", "received_at"], per_pair=False
+        )
+        for oid in table.column("order_id").to_pylist():
+            if oid:
+                ids.setdefault(oid, None)
+        if table.num_rows:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            first = pc.min(table.column("received_at").cast(pa.int64())).as_py()
+            if first is not None:
+                ms = int(first) // 1_000_000
+                since = ms if since is None else min(since, ms)
+    return ids, since
+
+
+async def run_sync(
+    files: StoreFiles,
+    client: Client,
+    profile: ServiceProfile,
+    *,
+    recordings: Sequence[str | Path] = (),
+    ids: Iterable[str] = (),
+    overlap_s: float = LISTING_OVERLAP_S,
+    concurrency: int | None = None,
+    page_rule: str = "error",
+    full_listing: bool = False,
+    listing: bool = True,
+    chunk: int = CHUNK_ORDERS,
+) -> SyncResult:
+    """The sync itself; the caller holds the lock. See :meth:`OrderStore.sync`."""
+    started = time.perf_counter()
+    workers = check_concurrency(client.settings.concurrency if concurrency is None else concurrency)
+    overlap_ms = _overlap_ms(overlap_s)
+    given = validate_order_ids(list(ids))
+    paginator = client._paginator(",".join(ALL_LIMIT_STATUSES), None, None)
+    paginator.page_rule = check_page_rule(page_rule)
+    rec_ids, rec_since = await asyncio.to_thread(recorded_ids, recordings)
+
+    state = files.read_state()
+    files.clean_temporaries()
+    await asyncio.to_thread(files.repair)
+    index: dict[str, Entry] = await asyncio.to_thread(files.index)
+    newest = state.get("listing_newest_ms")
+    floor = None if full_listing or not isinstance(newest, int) else newest - overlap_ms
+    stop = ListingStop(floor, overlap_ms, run=paginator.limit)
+    result = SyncResult(recorded_ids=len(rec_ids), given_ids=len(given))
+    writer = _Writer(files, profile, chunk, index)
+    synced_ms = int(time.time() * 1000)
+    listed_newest: int | None = None
+    listing_done = False
+    fetched_ids: set[str] = set()
+
+    async def jobs() -> AsyncIterator[tuple[str, str]]:
+        nonlocal listing_done, listed_newest
+        queued: set[str] = set()
+        for oid, entry in index.items():
+            if not entry.final:
+                queued.add(oid)
+                yield oid, entry.source
+        result.refreshed = len(queued)
+        if listing:
+            reader = paginator.items
+            pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(paginator))
+            try:
+                async with contextlib.aclosing(pages) as items:
+                    async for item in items:
+                        if stop.passed(item, reader):
+                            break
+                        created = reader.created_ms(item, "the store's listing mark")
+                        listed_newest = max(created, listed_newest or created)
+                        oid = reader.order_id(item)
+                        if oid in index or oid in queued:
+                            continue
+                        queued.add(oid)
+                        yield oid, "listing"
+                listing_done = True
+            except RouteNotActive as exc:
+                result.listing_error = str(exc)
+        for source, wanted in (("recording", rec_ids), ("ids", given)):
+            for oid in wanted:
+                if oid in index or oid in queued:
+                    continue
+                queued.add(oid)
+                yield oid, source
+
+    async def work(job: tuple[str, str]) -> None:
+        oid, source = job
+        try:
+            body = await client.afetch_order_raw(oid)
+        except OrderNotFound:
+            result.missing.setdefault(source if oid not in index else "store", []).append(oid)
+            return
+        result.fetched += 1
+        fetched_ids.add(oid)
+        month, row = writer.row(body, source, synced_ms)
+        before = index.get(oid)
+        if before is None:
+            result.new += 1
+            result.new_by_source[source] = result.new_by_source.get(source, 0) + 1
+        elif before.status == row["status"] and before.updated_ms == row["updatedAt"]:
+            result.unchanged += 1
+            return  # nothing to write: the stored body is current
+        else:
+            result.changed += 1
+        await writer.add(month, row)
+
+    limiter = AdaptiveLimit(workers)
+    sent_before = client.rest.sent
+    with gated(client.rest, limiter) as gate:
+        await pump(jobs(), work, workers=workers)
+    await writer.flush()
+    for month in sorted(writer.months):
+        await asyncio.to_thread(files.compact, month, MAX_FILES_PER_MONTH)
+
+    result.pages = paginator.pages
+    result.listing_stopped_early = stop.stopped
+    result.months_written = len(writer.months)
+    result.requests = client.rest.sent - sent_before
+    result.rate_limited = gate.stats.rate_limited
+    result.concurrency_peak = gate.stats.peak_limit
+    # the state goes last: an interrupted sync leaves the previous mark, so the next one
+    # re-reads that part of the listing (and finds the orders already written)
+    if listing_done and listed_newest is not None:
+        state["listing_newest_ms"] = max(listed_newest, newest if isinstance(newest, int) else 0)
+    if rec_since is not None:
+        old = state.get("recordings_since_ms")
+        state["recordings_since_ms"] = (
+            rec_since if not isinstance(old, int) else min(old, rec_since)
+        )
+    missing = state.setdefault("missing", {})
+    for source in sorted(set(missing) | set(result.missing)):
+        known = dict.fromkeys(i for i in missing.get(source, []) if i not in fetched_ids)
+        known.update(dict.fromkeys(result.missing.get(source, [])))
+        missing[source] = list(known)[-1000:]
+    state["last_sync"] = {
+        "at": datetime.fromtimestamp(synced_ms / 1000, UTC).isoformat(timespec="seconds"),
+        "source": client.settings.base_url,
+        "fetched": result.fetched,
+        "new": result.new,
+        "changed": result.changed,
+        "pages": result.pages,
+        "listing_error": result.listing_error,
+    }
+    state["syncs"] = int(state.get("syncs", 0)) + 1
+    await asyncio.to_thread(files.write_state, state)
+    result.total = len(index) + result.new
+    if result.listing_error:
+        result.warnings.append(f"the listing could not be read: {result.listing_error}")
+    result.seconds = time.perf_counter() - started
+    return result
