@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -70,3 +72,33 @@ def fresh_sim(service_profile: ServiceProfile) -> Iterator[Simulator]:
     """A private simulator for tests that change knobs or state."""
     with Simulator(seed=11, engine=False, history_orders=120, profile=service_profile) as s:
         yield s
+
+
+Steps = list[tuple[str, str]]
+
+
+@pytest.fixture
+def spy_durability(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[[ModuleType, str], Steps]:
+    """``install(module, fsync_name)`` records, in order, every ``("fsync", name)`` made
+    through ``module.<fsync_name>`` and every ``("replace", target name)`` made through
+    ``os.replace``, still doing both: the durability steps a kill -9 cannot show."""
+
+    def install(module: ModuleType, fsync_name: str = "fsync_path") -> Steps:
+        steps: Steps = []
+        real_fsync, real_replace = getattr(module, fsync_name), os.replace
+
+        def fsync(path: Any) -> None:
+            steps.append(("fsync", Path(path).name))
+            real_fsync(path)
+
+        def replace(src: Any, dst: Any) -> None:
+            steps.append(("replace", Path(dst).name))
+            real_replace(src, dst)
+
+        monkeypatch.setattr(module, fsync_name, fsync)
+        monkeypatch.setattr(os, "replace", replace)
+        return steps
+
+    return install

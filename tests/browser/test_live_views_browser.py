@@ -8,18 +8,17 @@ import html.parser
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import embed_js as _embed_js
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = ROOT / "out" / "browser"
 # the HTML manager matching ipywidgets 8 (its embed.js bundles the standard controls)
-HTML_MANAGER = "@jupyter-widgets/html-manager@1.0.15"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
     "--headless",
@@ -38,30 +37,6 @@ FLAGS = [
 START = {"BTC/BRL": 350_000.0, "ETH/BRL": 18_000.0, "SOL/BRL": 800.0, "USDT/BRL": 5.5}
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-
-
-def _embed_js() -> Path:
-    """The HTML manager's embed.js, fetched once with npm into out/ (gitignored)."""
-    cache = ARTEFACTS / "html-manager"
-    target = cache / "package" / "dist" / "embed.js"
-    if target.exists():
-        return target
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("npm is needed once to fetch the ipywidgets HTML manager (embed.js)")
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [npm, "pack", HTML_MANAGER, "--pack-destination", str(cache)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (tarball,) = cache.glob("*.tgz")
-    with tarfile.open(tarball) as tar:
-        tar.extractall(cache, filter="data")
-    return target
 
 
 def _chromium(*args: str) -> str:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import free_port as _free_port
+from _browser import stop as _stop
+from _browser import using as _using
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -45,78 +47,6 @@ pytestmark = [
 
 
 # -- processes ---------------------------------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    """Parent pid -> child pids, from /proc."""
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def _descendants(pid: int) -> list[int]:
-    tree, out, todo = _children(), [], [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _stop(proc: subprocess.Popen[Any], grace: float = 15.0) -> list[int]:
-    """SIGTERM ``proc`` (Voilà shuts its kernels down, playwright closes its browser), then
-    SIGKILL what is left of its process group and of the processes it started (kernels and
-    Chromium run in sessions of their own). Returns the pids that were still running."""
-    spawned = _descendants(proc.pid)
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: pgid == pid
-            proc.wait(5)
-    deadline = time.monotonic() + 5
-    while any(_alive(p) for p in spawned) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = [p for p in spawned if _alive(p)]
-    for pid in survivors:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return survivors
-
-
-def _using(marker: str) -> list[int]:
-    """Live processes whose command line mentions ``marker`` (a path unique to this run)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if marker.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
-                    pids.append(int(entry.name))
-    return pids
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_http(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 30.0) -> None:

@@ -29,21 +29,9 @@ def _frames(n: int) -> OrderFrames:
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_every_file_is_fsynced_before_its_rename_and_the_manifest_comes_last(
-    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fmt: str, spy_durability: Any
 ) -> None:
-    events: list[tuple[str, str]] = []
-    real_fsync, real_replace = _atomic.fsync_path, os.replace
-
-    def fsync(path: Any) -> None:
-        events.append(("fsync", Path(path).name))
-        real_fsync(path)
-
-    def replace(src: Any, dst: Any) -> None:
-        events.append(("replace", Path(dst).name))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(_atomic, "fsync_path", fsync)
-    monkeypatch.setattr(_atomic.os, "replace", replace)
+    events = spy_durability(_atomic)
     getattr(_frames(2), f"to_{fmt}")(tmp_path)
     renamed = [name for kind, name in events if kind == "replace"]
     assert renamed == [f"{n}.{fmt}" for n in FRAME_NAMES] + [MANIFEST]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from array import array
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,31 +130,19 @@ def test_a_segment_the_converter_cannot_convert_stays_in_the_backlog(tmp_path: P
 
 
 def test_conversion_fsyncs_each_file_before_its_rename_and_its_folder_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spy_durability: Any
 ) -> None:
     from toolkit.recording import _conversion
 
     writer = _segment_of(tmp_path, TEXTS[:10])
     closed = writer.roll()
     assert closed is not None
-    steps: list[tuple[str, str]] = []
-    real_fsync, real_replace = _conversion._fsync_path, _conversion.os.replace
-
-    def fsync(path: Path) -> None:
-        steps.append(("fsync", Path(path).name))
-        real_fsync(path)
-
-    def replace(src: Path, dst: Path) -> None:
-        steps.append(("rename", Path(dst).name))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(_conversion, "_fsync_path", fsync)
-    monkeypatch.setattr(_conversion.os, "replace", replace)
+    steps = spy_durability(_conversion, "_fsync_path")
     files = writer.convert(closed)
     name = files[0].name
     assert steps == [
         ("fsync", f".{name}.tmp"),
-        ("rename", name),
+        ("replace", name),
         ("fsync", files[0].parent.name),
     ]
     assert not closed.path.exists()  # the segment goes only once its files are in place

@@ -229,26 +229,12 @@ def test_interrupted_sync_leaves_a_readable_store_and_the_next_completes_it(
 
 
 def test_month_files_are_replaced_durably(
-    counted: tuple[Simulator, Client, Fetches], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    counted: tuple[Simulator, Client, Fetches], tmp_path: Path, spy_durability: Any
 ) -> None:
-    import os
-
     from toolkit import _atomic
 
     _, client, _ = counted
-    events: list[tuple[str, str]] = []
-    real_fsync, real_replace = _atomic.fsync_path, os.replace
-
-    def spy_fsync(path: Any) -> None:
-        events.append(("fsync", Path(path).name))
-        real_fsync(path)
-
-    def spy_replace(src: Any, dst: Any) -> None:
-        events.append(("replace", Path(dst).name))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(_atomic, "fsync_path", spy_fsync)
-    monkeypatch.setattr(_atomic.os, "replace", spy_replace)
+    events = spy_durability(_atomic)
     OrderStore(tmp_path).sync(client)
     replaced = [name for kind, name in events if kind == "replace"]
     assert any(name.startswith("part-") for name in replaced)

@@ -24,7 +24,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,12 +33,15 @@ from typing import Any
 
 import nbformat
 import pytest
+from _browser import free_port as _free_port
+from _browser import playwright as _playwright
+from _browser import stop as _stop
+from _browser import using as _using
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "02_live_views.ipynb"
 ARTEFACTS = ROOT / "out" / "browser"
 PROBE = Path(__file__).resolve().parent / "jupyterlab_probe.mjs"
-PLAYWRIGHT = ROOT / "tests" / "browser" / "node_modules" / "playwright-core"
 CHROMIUM = Path("/usr/bin/chromium")  # the probe launches exactly this binary
 NODE = shutil.which("node")
 NPM = shutil.which("npm")
@@ -59,67 +61,6 @@ EXPECTED = {
 # -- processes -----------------------------------------------------------------------------
 
 
-def _descendants(pid: int) -> list[int]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _stop(proc: subprocess.Popen[Any], grace: float = 15.0) -> list[int]:
-    """SIGTERM ``proc`` (JupyterLab shuts its kernels down), SIGKILL its process group if
-    it hangs, then whatever it started that still runs. Returns those pids."""
-    spawned = _descendants(proc.pid)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: pgid == pid
-            proc.wait(5)
-    deadline = time.monotonic() + 5
-    while any(_alive(p) for p in spawned) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = [p for p in spawned if _alive(p)]
-    for pid in survivors:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return survivors
-
-
-def _using(marker: str) -> list[int]:
-    """Live processes whose command line mentions ``marker`` (a path unique to this run)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if marker.encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
-                    pids.append(int(entry.name))
-    return pids
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_ready(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 40.0) -> None:
     """Until the server answers its status API (it does once every extension is loaded)."""
     deadline = time.monotonic() + timeout
@@ -130,22 +71,6 @@ def _wait_ready(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float
                 return
         assert time.monotonic() < deadline, f"jupyter lab not answering:\n{log.read_text()[-3000:]}"
         time.sleep(0.1)
-
-
-def _playwright() -> Path:
-    """playwright-core as pinned by tests/browser/package-lock.json (never a browser)."""
-    if not (PLAYWRIGHT / "package.json").exists():
-        assert NPM is not None
-        done = subprocess.run(
-            [NPM, "ci", "--prefix", str(PLAYWRIGHT.parents[1]), "--no-audit", "--no-fund"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-    return PLAYWRIGHT
 
 
 # -- the set-up ------------------------------------------------------------------------------

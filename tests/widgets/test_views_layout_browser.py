@@ -16,13 +16,14 @@ import json
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import embed_js as _embed_js
+from _browser import playwright as _playwright
 
 from toolkit.client._cancel import CancelOutcome, CancelResult
 from toolkit.errors import InvalidRequest
@@ -31,12 +32,10 @@ from toolkit.widgets import OrderStatusView, TickerView
 ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = ROOT / "out" / "browser"
 PROBE = Path(__file__).resolve().parent / "layout_probe.mjs"
-PLAYWRIGHT = ROOT / "tests" / "browser" / "node_modules" / "playwright-core"
 CHROMIUM = Path("/usr/bin/chromium")
 NODE = shutil.which("node")
 NPM = shutil.which("npm")
 THEMES = Path(sys.prefix) / "share" / "jupyter" / "voila" / "themes" / "@jupyterlab"
-HTML_MANAGER = "@jupyter-widgets/html-manager@1.0.15"
 WIDTH, HEIGHT = 1280, 900
 
 # JupyterLab's values of the variables the views use (theme-*-extension/index.css)
@@ -72,42 +71,6 @@ body {{margin: 0; background: var(--jp-layout-color0); color: var(--jp-ui-font-c
 <div id="notebook"><div id="prompt"></div><div id="out">{snippet}</div></div></div>
 </body></html>
 """
-
-
-def _embed_js() -> Path:
-    """The HTML manager's embed.js (the one tests/browser uses), fetched once with npm."""
-    cache = ARTEFACTS / "html-manager"
-    target = cache / "package" / "dist" / "embed.js"
-    if target.exists():
-        return target
-    assert NPM is not None
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [NPM, "pack", HTML_MANAGER, "--pack-destination", str(cache)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (tarball,) = cache.glob("*.tgz")
-    with tarfile.open(tarball) as tar:
-        tar.extractall(cache, filter="data")
-    return target
-
-
-def _playwright() -> Path:
-    if not (PLAYWRIGHT / "package.json").exists():
-        assert NPM is not None
-        done = subprocess.run(
-            [NPM, "ci", "--prefix", str(PLAYWRIGHT.parents[1]), "--no-audit", "--no-fund"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-    return PLAYWRIGHT
 
 
 class _Cancels:

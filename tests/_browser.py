@@ -1,0 +1,127 @@
+"""What the real-browser tests share: the processes they start and how they stop them,
+playwright-core (pinned in tests/browser/package-lock.json; it drives Debian's Chromium
+and never downloads a browser) and the ipywidgets HTML manager for embedded views."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTEFACTS = ROOT / "out" / "browser"
+PLAYWRIGHT = ROOT / "tests" / "browser" / "node_modules" / "playwright-core"
+NPM = shutil.which("npm")
+HTML_MANAGER = "@jupyter-widgets/html-manager@1.0.15"
+
+
+def children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, out, todo = children(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop(proc: subprocess.Popen[Any], grace: float = 15.0) -> list[int]:
+    """SIGTERM ``proc`` (a Jupyter server shuts its kernels down), SIGKILL its process
+    group if it hangs, then whatever it started that still runs (kernels, Chromium run in
+    sessions of their own). Returns the pids that were still running."""
+    spawned = descendants(proc.pid)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: pgid == pid
+            proc.wait(5)
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in spawned) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [p for p in spawned if alive(p)]
+    for pid in survivors:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return survivors
+
+
+def using(marker: str) -> list[int]:
+    """Live processes whose command line mentions ``marker`` (a path unique to this run)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
+                    pids.append(int(entry.name))
+    return pids
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def playwright(timeout: float = 120) -> Path:
+    """playwright-core in tests/browser/node_modules, installed once with ``npm ci``."""
+    if not (PLAYWRIGHT / "package.json").exists():
+        assert NPM is not None, "npm is needed once to install playwright-core"
+        done = subprocess.run(
+            [NPM, "ci", "--prefix", str(PLAYWRIGHT.parents[1]), "--no-audit", "--no-fund"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    return PLAYWRIGHT
+
+
+def embed_js() -> Path:
+    """The ipywidgets HTML manager's ``embed.js``, fetched once with ``npm pack``."""
+    cache = ARTEFACTS / "html-manager"
+    target = cache / "package" / "dist" / "embed.js"
+    if target.exists():
+        return target
+    assert NPM is not None, "npm is needed once to fetch the ipywidgets HTML manager"
+    cache.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [NPM, "pack", HTML_MANAGER, "--pack-destination", str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (tarball,) = cache.glob("*.tgz")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(cache, filter="data")
+    return target
