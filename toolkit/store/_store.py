@@ -273,10 +273,13 @@ class OrderStore:
         warnings: list[str] = []
         market = sum(market_by_source.values())
         if since_text is not None:
+            by_ids = market_by_source.get("ids", 0)
+            given = f" ({by_ids} more from ids given by hand)" if by_ids else ""
             warnings.append(
                 f"{market_by_source.get('recording', 0)} market orders known from recordings "
-                f"since {since_text}; market orders placed while nothing was recording are "
-                "not listed by the service and are not in this store"
+                f"since {since_text}{given}; market orders placed while nothing was recording "
+                "are not listed by the service and are in this store only if their ids were "
+                "given"
             )
         else:
             warnings.append(
