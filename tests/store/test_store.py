@@ -381,3 +381,12 @@ def test_inactive_listing_and_unknown_ids_are_said_not_hidden(
     sim.control.set_knobs(limit_routes_active=True)
     again = store.sync(client)
     assert again.new_by_source == {"listing": len(ids_of(sim, "l-"))}
+
+
+def test_sync_twin_has_the_async_parameters() -> None:
+    import inspect
+
+    sync = inspect.signature(OrderStore.sync).parameters
+    async_ = inspect.signature(OrderStore.async_sync).parameters
+    assert list(sync) == list(async_)
+    assert all(sync[n].default == async_[n].default for n in sync)

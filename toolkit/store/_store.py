@@ -154,9 +154,34 @@ class OrderStore:
         result.warnings.extend(self.coverage()["warnings"])
         return result
 
-    def sync(self, client: Client, **options: Any) -> SyncResult:
-        """Sync twin of :meth:`async_sync` (runs on the client's loop thread)."""
-        return client._run(self.async_sync(client, **options))
+    def sync(
+        self,
+        client: Client,
+        *,
+        recordings: Sequence[str | os.PathLike[str]] = (),
+        ids: Iterable[str] = (),
+        listing: bool = True,
+        full_listing: bool = False,
+        overlap_s: float = LISTING_OVERLAP_S,
+        concurrency: int | None = None,
+        page_rule: str = "error",
+        chunk: int = CHUNK_ORDERS,
+    ) -> SyncResult:
+        """Sync twin of :meth:`async_sync` (runs on the client's loop thread), with the
+        same parameters; see there."""
+        return client._run(
+            self.async_sync(
+                client,
+                recordings=recordings,
+                ids=ids,
+                listing=listing,
+                full_listing=full_listing,
+                overlap_s=overlap_s,
+                concurrency=concurrency,
+                page_rule=page_rule,
+                chunk=chunk,
+            )
+        )
 
     # -- reading --------------------------------------------------------------------------
 
