@@ -118,7 +118,8 @@ def _check_shapes(bodies: list[bytes]) -> None:
     reader with an explicit schema crashes the process on a bare ``null``) or nest deeper
     than ``MAX_JSON_DEPTH``. Cheap for ordinary bodies: two byte tests and two counts."""
     for i, body in enumerate(bodies):
-        text = body.strip()
+        # the usual body starts with "{" and ends with "}": no copy; else strip and look
+        text = body if body[:1] == b"{" and body[-1:] == b"}" else body.strip()
         if not (text[:1] == b"{" and text[-1:] == b"}"):
             try:
                 what = f"not a JSON object but {kind_of(loads_bounded(text))}"
