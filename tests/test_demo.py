@@ -72,3 +72,11 @@ def test_demo_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     printed = capsys.readouterr().out
     assert "report.html" in printed and str(tmp_path) in printed
     assert (tmp_path / "report.html").is_file()
+
+
+def test_demo_report_prices_arrivals_from_every_recorded_pair(demo: DemoResult) -> None:
+    # the report reads the recording's root: watchTickers gives every pair, not only the
+    # watchTicker symbol (BTC/BRL); the demo places market orders on all four pairs
+    per_order = pd.read_parquet(demo.report_tables / "per_order.parquet")
+    priced = set(per_order.loc[per_order["arrival_mid"].notna(), "symbol"])
+    assert priced - {"BTC/BRL"}, priced

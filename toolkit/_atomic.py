@@ -29,10 +29,28 @@ def fsync_path(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def _read_umask() -> int:
+    # os.umask() can only be read by setting it, which for an instant changes it for every
+    # thread of the process; done once, at import
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+_IMPORT_UMASK = _read_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (Linux: /proc/self/status), else the
+    one at import."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return _IMPORT_UMASK
 
 
 def _temp_name(path: Path) -> Path:

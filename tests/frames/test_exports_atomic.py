@@ -109,3 +109,15 @@ def test_files_get_the_permissions_of_a_plain_open(tmp_path: Path) -> None:
         os.umask(mask)
     for path in [*paths.values(), tmp_path / MANIFEST]:
         assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777 == 0o644
+
+
+def test_writing_never_changes_the_process_umask(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # os.umask() changes the mask for every thread for an instant; a file another thread
+    # created then would be world-writable
+    def forbidden(mask: int) -> int:
+        raise AssertionError("os.umask called while writing")
+
+    monkeypatch.setattr(_atomic.os, "umask", forbidden)
+    _frames(1).to_parquet(tmp_path)

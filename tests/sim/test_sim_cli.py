@@ -8,6 +8,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -85,3 +86,18 @@ def test_parse_knob() -> None:
     for bad in ("nonsense", "=1", "no_such_knob=1"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_knob(bad)
+
+
+def test_a_busy_port_is_one_line_naming_the_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from toolkit.cli import main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["sim", "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and err.count("\n") == 1
+    assert f"127.0.0.1:{port}" in err and "choose another --port" in err

@@ -139,7 +139,8 @@ class _Pool:
         closer, self.closer = self.closer, None
         if closer is not None:
             await closer.aclose()  # its finally closes the client
-        await self.client.aclose()
+        else:
+            await self.client.aclose()
 
 
 #: close tasks scheduled by a sync close() inside a running loop, kept until done
@@ -255,10 +256,6 @@ class AsyncRest:
             elif not loop.is_closed():
                 loop.run_until_complete(pool.aclose())
         return pending
-
-    def open_pools(self) -> int:
-        """How many connection pools are open (diagnostics, tests)."""
-        return sum(1 for pool in self._pools.values() if not pool.client.is_closed)
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
