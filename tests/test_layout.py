@@ -25,7 +25,17 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"errors", "protocol", "profile", "stream", "client", "_lazy"},
     "widgets": {"errors", "protocol", "profile", "stream", "recording", "client", "_lazy"},
     "report": {"errors", "protocol", "profile", "frames", "recording", "_lazy"},
-    "store": {"errors", "protocol", "profile", "frames", "client", "recording", "_lazy", "_atomic"},
+    "store": {
+        "errors",
+        "protocol",
+        "profile",
+        "frames",
+        "client",
+        "stream",
+        "recording",
+        "_lazy",
+        "_atomic",
+    },
     # the simulator serves any profile; it imports the client only for sim.client()
     "sim": {"errors", "protocol", "profile", "client"},
     "doctor": {"errors", "protocol", "profile", "stream", "client", "_lazy"},

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import pandas as pd
 import polars as pl
 import pytest
 
@@ -89,9 +90,17 @@ def test_second_sync_fetches_only_what_can_change(
     files = sorted(tmp_path.glob("month=*/part-*.parquet"))
     stamps = [f.stat().st_mtime_ns for f in files]
 
+    orders = store.frames().orders.set_index("id")
     result = store.sync(client)
-    # finished orders are never fetched again; the ones still active are re-read
-    assert set(fetches.ids) == active and result.fetched == len(active)
+    # finished orders are never fetched again; still-active market orders are re-read by
+    # id; still-active limit orders only when the listing (filtered to the live statuses)
+    # shows another status or updatedAt, or they changed within the overlap
+    recent = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=11)
+    live_limit = {i for i in active if orders.loc[i, "type"] == "limit"}
+    must = {i for i in active if i not in live_limit or orders.loc[i, "updatedAt"] >= recent}
+    assert must <= set(fetches.ids) <= active and result.fetched == len(fetches.ids)
+    assert result.reconciled == len(live_limit) - len(set(fetches.ids) & live_limit)
+    assert result.reconciled > 0
     assert result.new == 0 and result.changed == 0
     # the listing stopped past the newest stored order instead of paging it whole
     assert result.listing_stopped_early and fetches.pages < first_pages

@@ -14,6 +14,7 @@ from toolkit.client._loaders import LISTING_OVERLAP_S, TimeBound, _symbols, pars
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
 from toolkit.store._files import PROFILE_NAME, SOURCES, StoreFiles, month_of
+from toolkit.store._follow import Follower, follow
 from toolkit.store._sync import CHUNK_ORDERS, SyncResult, run_sync
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,6 +183,44 @@ class OrderStore:
                 chunk=chunk,
             )
         )
+
+    def follow(self, source: object, *, fsync_interval: float = 1.0) -> Follower:
+        """Feed the store from a running ``source`` as it runs: every order id an
+        :class:`~toolkit.stream.OrderBook` or a :class:`~toolkit.stream.StreamSession`
+        sees on ``watchorders`` (market orders included, which no listing shows), or the
+        folder of a :class:`~toolkit.recording.Recorder`, is journalled under
+        ``ROOT/_live/`` at once and fetched by the next sync (``_source`` ``live``, or
+        ``recording``). Needs no lock: a sync may run meanwhile.
+
+        Parameters
+        ----------
+        source : OrderBook, StreamSession or Recorder
+            What to follow.
+        fsync_interval : float
+            Most seconds between two fsyncs of the journal (each id is written at once;
+            a crash of the machine loses at most this much).
+
+        Returns
+        -------
+        Follower
+            ``stop()`` (or ``with``) ends the feed; ``ids`` counts the ids so far.
+
+        Raises
+        ------
+        InvalidRequest
+            ``source`` is none of the three.
+
+        Examples
+        --------
+        >>> book = tk.OrderBook(client)                     # doctest: +SKIP
+        >>> with store.follow(book):                        # doctest: +SKIP
+        ...     await book.run()
+        >>> store.sync(client)                              # doctest: +SKIP
+        """
+        interval = float(fsync_interval)
+        if not interval >= 0 or interval == float("inf"):
+            raise InvalidRequest(f"fsync_interval must be >= 0 seconds, not {fsync_interval!r}")
+        return follow(self.root, source, fsync_interval=interval)
 
     # -- reading --------------------------------------------------------------------------
 

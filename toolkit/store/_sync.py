@@ -22,7 +22,8 @@ from toolkit.client._pagination import check_page_rule
 from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, RouteNotActive
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, validate_order_ids
-from toolkit.store._files import Entry, StoreFiles, month_of, schema
+from toolkit.store._files import LIVE_LIMIT_STATUSES, Entry, StoreFiles, month_of, schema
+from toolkit.store._follow import read_journals
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -46,6 +47,7 @@ class SyncResult:
     changed: int = 0
     unchanged: int = 0
     refreshed: int = 0
+    reconciled: int = 0
     missing: dict[str, list[str]] = field(default_factory=dict)
     new_by_source: dict[str, int] = field(default_factory=dict)
     pages: int = 0
@@ -53,6 +55,7 @@ class SyncResult:
     listing_error: str | None = None
     recorded_ids: int = 0
     given_ids: int = 0
+    live_ids: int = 0
     total: int = 0
     months_written: int = 0
     seconds: float = 0.0
@@ -68,7 +71,8 @@ class SyncResult:
         lines = [
             f"synced in {self.seconds:.1f}s: {self.fetched} orders fetched "
             f"({self.new} new{': ' + sources if sources else ''}; {self.changed} changed, "
-            f"{self.unchanged} unchanged), {self.pages} listing page(s)"
+            f"{self.unchanged} unchanged), {self.reconciled} still-active limit orders "
+            f"unchanged by the listing (not fetched), {self.pages} listing page(s)"
             + (" (stopped early)" if self.listing_stopped_early else "")
             + (f", {missing} not found" if missing else ""),
             f"requests {self.requests} ({self.rate_limited} answered 429), concurrency "
@@ -162,6 +166,51 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     )
 
 
+@contextlib.asynccontextmanager
+async def merged(
+    sources: Sequence[AsyncIterator[tuple[str, str]]],
+) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
+    """The items of ``sources`` as they come, each source read by a task of its own (two
+    listings page at once); the first error of a source is raised to the reader, and
+    leaving the block stops every source."""
+    queue: asyncio.Queue[tuple[BaseException | None, bool, Any]] = asyncio.Queue(256)
+
+    async def drain(source: AsyncIterator[tuple[str, str]]) -> None:
+        try:
+            async for item in source:
+                await queue.put((None, False, item))
+        except Exception as exc:
+            await queue.put((exc, True, None))
+            return
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await queue.put((None, True, None))
+
+    tasks = [asyncio.create_task(drain(s)) for s in sources]
+
+    async def items() -> AsyncIterator[tuple[str, str]]:
+        left = len(tasks)
+        while left:
+            error, ended, item = await queue.get()
+            if error is not None:
+                raise error
+            if ended:
+                left -= 1
+            else:
+                yield item
+
+    reader = items()
+    try:
+        yield reader
+    finally:
+        await cast(AsyncGenerator[Any, None], reader).aclose()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def recorded_ids(roots: Iterable[str | Path]) -> tuple[dict[str, None], int | None]:
     """Every order id seen on ``watchorders`` in the recordings at ``roots`` (first-seen
     order) and the earliest receive time of those messages (Unix ms), or None."""
@@ -211,7 +260,19 @@ async def run_sync(
     given = validate_order_ids(list(ids))
     paginator = client._paginator(",".join(ALL_LIMIT_STATUSES), None, None)
     paginator.page_rule = check_page_rule(page_rule)
-    rec_ids, rec_since = await asyncio.to_thread(recorded_ids, recordings)
+    live_paginator = client._paginator(",".join(LIVE_LIMIT_STATUSES), None, None)
+    live_paginator.page_rule = paginator.page_rule
+    live_ids, live_roots, ended = await asyncio.to_thread(read_journals, files.root)
+    gone: list[str] = []
+    roots = list(recordings)
+    for root in live_roots:
+        if root in roots:
+            continue
+        if root.is_dir():
+            roots.append(root)
+        else:
+            gone.append(f"a followed recording is gone: {root}")
+    rec_ids, rec_since = await asyncio.to_thread(recorded_ids, roots)
 
     state = files.read_state()
     files.clean_temporaries()
@@ -220,40 +281,95 @@ async def run_sync(
     newest = state.get("listing_newest_ms")
     floor = None if full_listing or not isinstance(newest, int) else newest - overlap_ms
     stop = ListingStop(floor, overlap_ms, run=paginator.limit)
-    result = SyncResult(recorded_ids=len(rec_ids), given_ids=len(given))
+    result = SyncResult(recorded_ids=len(rec_ids), given_ids=len(given), live_ids=len(live_ids))
+    result.warnings.extend(gone)
     writer = _Writer(files, profile, chunk, index)
     synced_ms = int(time.time() * 1000)
     listed_newest: int | None = None
     listing_done = False
     fetched_ids: set[str] = set()
 
-    async def jobs() -> AsyncIterator[tuple[str, str]]:
+    async def listed() -> AsyncIterator[tuple[str, str]]:
+        """Limit orders of the listing the store does not hold, newest first, down to
+        the store's newest listed order less the overlap."""
         nonlocal listing_done, listed_newest
-        queued: set[str] = set()
-        for oid, entry in index.items():
-            if not entry.final:
-                queued.add(oid)
-                yield oid, entry.source
-        result.refreshed = len(queued)
+        reader = paginator.items
+        pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(paginator))
+        try:
+            async with contextlib.aclosing(pages) as items:
+                async for item in items:
+                    if stop.passed(item, reader):
+                        break
+                    created = reader.created_ms(item, "the store's listing mark")
+                    listed_newest = max(created, listed_newest or created)
+                    oid = reader.order_id(item)
+                    if oid not in index:
+                        yield oid, "listing"
+            listing_done = True
+        except RouteNotActive as exc:
+            result.listing_error = str(exc)
+
+    async def active() -> AsyncIterator[tuple[str, str]]:
+        """Stored limit orders that could still change, reconciled against the listing
+        filtered to the live statuses (spec 4.4: ``orderId`` + ``status`` +
+        ``updatedAt``): fetched when their status or updatedAt differ, when they changed
+        within the overlap (the listing is eventually consistent), or when they are no
+        longer listed as live. Without the listing, every one of them is fetched."""
+        live = {oid: e for oid, e in index.items() if not e.final and e.type == "limit"}
+        if not live:
+            return
+        reader = live_paginator.items
+        seen: set[str] = set()
+        recent = synced_ms - overlap_ms
+        complete = False
         if listing:
-            reader = paginator.items
-            pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(paginator))
+            pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(live_paginator))
             try:
                 async with contextlib.aclosing(pages) as items:
                     async for item in items:
-                        if stop.passed(item, reader):
-                            break
-                        created = reader.created_ms(item, "the store's listing mark")
-                        listed_newest = max(created, listed_newest or created)
                         oid = reader.order_id(item)
-                        if oid in index or oid in queued:
+                        entry = live.get(oid)
+                        if entry is None:
+                            if oid not in index:
+                                yield oid, "listing"  # live and older than the mark
                             continue
-                        queued.add(oid)
-                        yield oid, "listing"
-                listing_done = True
-            except RouteNotActive as exc:
-                result.listing_error = str(exc)
-        for source, wanted in (("recording", rec_ids), ("ids", given)):
+                        seen.add(oid)
+                        updated = reader.updated_ms(item)
+                        if (
+                            updated is not None
+                            and entry.updated_ms == updated
+                            and entry.status == reader.status(item, "reconciliation")
+                            and updated < recent
+                        ):
+                            result.reconciled += 1
+                            continue
+                        yield oid, entry.source
+                complete = True
+            except RouteNotActive:
+                pass  # the main listing reports it; every live order is fetched below
+        if live_paginator.dropped:
+            result.warnings.append(
+                f"the listing answered status={live_paginator.status} with orders of other "
+                "statuses; reconciliation read them and fetched what it could not match"
+            )
+        for oid, entry in live.items():
+            if oid not in seen or not complete:
+                yield oid, entry.source
+
+    async def jobs() -> AsyncIterator[tuple[str, str]]:
+        queued: set[str] = set()
+        for oid, entry in index.items():
+            if not entry.final and entry.type != "limit":
+                queued.add(oid)  # not listed by the service: re-read by id
+                yield oid, entry.source
+        producers = [active()] + ([listed()] if listing else [])
+        async with merged(producers) as found:
+            async for oid, source in found:
+                if oid not in queued:
+                    queued.add(oid)
+                    yield oid, source
+        result.refreshed = sum(1 for oid in queued if oid in index)
+        for source, wanted in (("recording", rec_ids), ("ids", given), ("live", live_ids)):
             for oid in wanted:
                 if oid in index or oid in queued:
                     continue
@@ -289,7 +405,7 @@ async def run_sync(
     for month in sorted(writer.months):
         await asyncio.to_thread(files.compact, month, MAX_FILES_PER_MONTH)
 
-    result.pages = paginator.pages
+    result.pages = paginator.pages + live_paginator.pages
     result.listing_stopped_early = stop.stopped
     result.months_written = len(writer.months)
     result.requests = client.rest.sent - sent_before
@@ -320,6 +436,10 @@ async def run_sync(
     }
     state["syncs"] = int(state.get("syncs", 0)) + 1
     await asyncio.to_thread(files.write_state, state)
+    # the ids of followers that ended are now in the store (or in "missing")
+    for path in ended:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
     result.total = len(index) + result.new
     if result.listing_error:
         result.warnings.append(f"the listing could not be read: {result.listing_error}")
