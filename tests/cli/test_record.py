@@ -19,6 +19,7 @@ from toolkit.cli import build_parser
 from toolkit.recording._read import read_recording
 from toolkit.recording._writer import RecordingWriter
 from toolkit.sim import Simulator
+from toolkit.store import OrderStore
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,32 @@ def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     df = read_recording(tmp_path)
     assert {"_session", "watchticker"} <= set(df["channel"])
     assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
+
+
+def test_record_feeds_an_order_store(busy_sim: Simulator, tmp_path: Path) -> None:
+    store_root = tmp_path / "store"
+    proc = _record(
+        busy_sim,
+        tmp_path / "rec",
+        "--channel",
+        "watchOrders",
+        "--duration",
+        "1.5",
+        "--store",
+        str(store_root),
+        "--quiet",
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    recorded = set(read_recording(tmp_path / "rec", "watchorders")["order_id"])
+    assert recorded
+    store = OrderStore(store_root)
+    with busy_sim.client() as client:
+        result = store.sync(client, listing=False)  # no --from-recording: followed
+    orders = store.frames().orders.set_index("id")
+    assert recorded <= set(orders.index)
+    assert set(orders.loc[sorted(recorded), "_source"]) == {"recording"}
+    assert result.recorded_ids == len(recorded)
 
 
 def test_sigterm_stops_cleanly_with_everything_written(busy_sim: Simulator, tmp_path: Path) -> None:

@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=60.0,
         help="seconds between Parquet files (60)",
     )
+    parser.add_argument(
+        "--store",
+        type=path_arg,
+        metavar="DIR",
+        help="an order store (toolkit sync --store DIR) to feed: every sync while and "
+        "after this runs reads the recording's order ids without --from-recording",
+    )
     parser.add_argument("--quiet", action="store_true", help="no live status line")
     parser.set_defaults(func=run)
 
@@ -91,6 +98,11 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
             rotate_interval=args.rotate_interval,
             on_status=status,
         )
+        follower = None
+        if args.store is not None:
+            from toolkit.store import OrderStore
+
+            follower = OrderStore(args.store).follow(recorder)
         task = asyncio.ensure_future(recorder.run(duration=args.duration))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -103,6 +115,8 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
             # stopped before recording began: nothing was received
             return recorder.stats
         finally:
+            if follower is not None:
+                follower.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)

@@ -336,20 +336,27 @@ class OrderStore:
         )
         warnings: list[str] = []
         market = sum(market_by_source.values())
+        more = [
+            f"{n}{' more' if since_text is not None else ''} {what}"
+            for n, what in (
+                (market_by_source.get("live", 0), "from live sessions"),
+                (market_by_source.get("ids", 0), "from ids given by hand"),
+            )
+            if n
+        ]
+        extra = f" ({', '.join(more)})" if more else ""
         if since_text is not None:
-            by_ids = market_by_source.get("ids", 0)
-            given = f" ({by_ids} more from ids given by hand)" if by_ids else ""
             warnings.append(
                 f"{market_by_source.get('recording', 0)} market orders known from recordings "
-                f"since {since_text}{given}; market orders placed while nothing was recording "
-                "are not listed by the service and are in this store only if their ids were "
-                "given"
+                f"since {since_text}{extra}; market orders placed while nothing was recording "
+                "or following are not listed by the service and are in this store only if "
+                "their ids were given"
             )
         else:
             warnings.append(
-                f"{market} market orders known (only from ids given by hand): the service "
-                "does not list market orders; sync with recordings (--from-recording) to "
-                "find the ones placed while a recorder ran"
+                f"{market} market orders known{extra}: the service does not list market "
+                "orders; sync with recordings (--from-recording), follow a live session "
+                "(store.follow, toolkit record --store) or give their ids"
             )
         last = state.get("last_sync") or {}
         if last.get("listing_error"):
