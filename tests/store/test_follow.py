@@ -80,6 +80,24 @@ def test_the_journal_name_is_made_durable(tmp_path: Path, monkeypatch: pytest.Mo
     assert dirs == [LIVE_DIR]
 
 
+def test_a_journal_is_locked_before_a_sync_can_see_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    real = os.rename
+
+    def rename(src: Any, dst: Any) -> None:
+        assert not Path(src).name.endswith(".ids")  # syncs read *.ids only
+        seen.append((Path(dst).suffix, _follow._running(Path(src))))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    journal = Journal(tmp_path)
+    assert seen == [(".ids", True)]  # already locked when it got its readable name
+    assert [p.name for p in (tmp_path / LIVE_DIR).iterdir()] == [journal.path.name]
+    journal.close()
+
+
 def test_running_journals_are_kept_ended_ones_handed_back(tmp_path: Path) -> None:
     running = Journal(tmp_path)
     running.add_order("r-1")

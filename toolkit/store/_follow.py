@@ -46,14 +46,19 @@ class Journal:
     ) -> None:
         folder = root / LIVE_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"{int(time.time() * 1000)}-{os.getpid()}-{secrets.token_hex(4)}.ids"
-        self.path = folder / name
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        name = f"{int(time.time() * 1000)}-{os.getpid()}-{secrets.token_hex(4)}"
+        self.path = folder / f"{name}.ids"
+        # locked under a name syncs do not read, then renamed: a sync never sees the
+        # journal unlocked (it would take it for an ended one and delete it)
+        hidden = folder / f".{name}.tmp"
+        fd = os.open(hidden, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # "running" for the syncs
+            os.rename(hidden, self.path)
             fsync_path(folder)  # the journal's name survives a crash
         except BaseException:
             os.close(fd)
+            hidden.unlink(missing_ok=True)
             self.path.unlink(missing_ok=True)
             raise
         self._fd: int | None = fd
