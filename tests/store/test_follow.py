@@ -119,8 +119,10 @@ def test_torn_and_unreadable_lines_are_skipped(
     folder = tmp_path / LIVE_DIR
     folder.mkdir()
     (folder / "1-1-a.ids").write_bytes(b"o m-1\nzz\no bad/id\no m-2\no m-3-torn")
+    (folder / ".2-2-b.tmp").write_bytes(b"")  # a follower that died while starting
     ids, roots, done = read_journals(tmp_path)
     assert ids == ["m-1", "m-2"] and roots == [] and len(done) == 1
+    assert not (folder / ".2-2-b.tmp").exists()
     assert "torn last line" in caplog.text and "2 unreadable line(s)" in caplog.text
 
 

@@ -151,6 +151,9 @@ def read_journals(root: Path) -> tuple[list[str], list[Path], list[Path]]:
     ended: list[Path] = []
     if not folder.is_dir():
         return [], [], []
+    for hidden in folder.glob(".*.tmp"):
+        if not _running(hidden):  # a follower that died before its journal got its name
+            hidden.unlink(missing_ok=True)
     for path in sorted(folder.glob("*.ids")):
         running = _running(path)
         try:
