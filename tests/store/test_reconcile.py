@@ -139,16 +139,51 @@ def test_items_without_updated_at_cannot_confirm_anything(tmp_path: Path) -> Non
     assert sorted(service.fetched) == sorted(service.live()) and result.reconciled == 0
 
 
-def test_orders_changed_within_the_overlap_are_fetched(tmp_path: Path) -> None:
-    # the listing is eventually consistent (spec 4.2 rule 6): a recent update may not show
+def test_a_recent_unchanged_order_is_not_fetched_again(tmp_path: Path) -> None:
+    # fetched a minute ago and shown unchanged: re-reading it would prove nothing more
     service = Listing()
-    recent = service.live()[0]
-    service.find(recent)["updatedAt"] = int(time.time() * 1000) - 60_000
+    service.find(service.live()[0])["updatedAt"] = int(time.time() * 1000) - 60_000
     store, client = synced(service, tmp_path)
     with client:
         result = store.sync(client)
-    assert service.fetched == [recent]
-    assert result.reconciled == len(service.live()) - 1 and result.unchanged == 1
+    assert service.fetched == [] and result.reconciled == len(service.live())
+
+
+def test_a_change_the_lagging_listing_does_not_show_yet_is_found_later(
+    tmp_path: Path,
+) -> None:
+    # the listing is eventually consistent (spec 4.2 rule 6): it may show a state older
+    # than the truth; the order keeps its live status in the store, so a later sync
+    # reconciles it again and fetches it once the listing shows the change
+    service = Listing()
+    store, client = synced(service, tmp_path)
+    lagging = service.live()[0]
+    shown = dict(service.find(lagging))
+    service.find(lagging).update(status="CLOSED", updatedAt=shown["updatedAt"] + 9)
+    real = service.__call__
+
+    def stale(request: httpx.Request) -> httpx.Response:
+        response = real(request)
+        if request.url.path != "/orders/fetchOrder" and service.find(lagging)["status"] == "CLOSED":
+            body = json.loads(response.content)
+            status = parse_qs(request.url.query.decode()).get("status", [""])[0]
+            if (
+                "OPEN" in status.split(",")
+                and parse_qs(request.url.query.decode()).get("paginationToken") is None
+            ):
+                body["orders"] = [shown, *body["orders"]][: len(body["orders"]) + 1]
+            return httpx.Response(200, content=json.dumps(body).encode())
+        return response
+
+    lag_client = Client(base_url=BASE, transport=httpx.MockTransport(stale), page_size=50)
+    with lag_client:
+        first = store.sync(lag_client)
+    assert service.fetched == [] and first.reconciled == len(service.live()) + 1
+    assert store.frames().orders.set_index("id").loc[lagging, "status"] == "OPEN"
+    with client:
+        second = store.sync(client)  # the replica caught up
+    assert service.fetched == [lagging] and second.changed == 1
+    assert store.frames().orders.set_index("id").loc[lagging, "status"] == "CLOSED"
 
 
 def test_without_the_listing_every_live_order_is_fetched(tmp_path: Path) -> None:

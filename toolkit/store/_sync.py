@@ -287,6 +287,7 @@ async def run_sync(
     synced_ms = int(time.time() * 1000)
     listed_newest: int | None = None
     listing_done = False
+    new_listed = asyncio.Event()
     fetched_ids: set[str] = set()
 
     async def listed() -> AsyncIterator[tuple[str, str]]:
@@ -308,19 +309,31 @@ async def run_sync(
             listing_done = True
         except RouteNotActive as exc:
             result.listing_error = str(exc)
+        finally:
+            new_listed.set()
+
+    async def named() -> AsyncIterator[tuple[str, str]]:
+        """Ids from recordings, the user and live followers the store does not hold,
+        fetched while the live listing still pages; after the new part of the listing, so
+        that an order both listed and named counts as listed."""
+        await new_listed.wait()
+        for source, wanted in (("recording", rec_ids), ("ids", given), ("live", live_ids)):
+            for oid in wanted:
+                if oid not in index:
+                    yield oid, source
 
     async def active() -> AsyncIterator[tuple[str, str]]:
         """Stored limit orders that could still change, reconciled against the listing
         filtered to the live statuses (spec 4.4: ``orderId`` + ``status`` +
-        ``updatedAt``): fetched when their status or updatedAt differ, when they changed
-        within the overlap (the listing is eventually consistent), or when they are no
-        longer listed as live. Without the listing, every one of them is fetched."""
+        ``updatedAt``): fetched when their status or updatedAt differ or when they are
+        no longer listed as live. Without the listing, every one of them is fetched. A
+        change the lagging replica does not show yet (spec 4.2 rule 6) is found by a later
+        sync: the order keeps its live status in the store until then."""
         live = {oid: e for oid, e in index.items() if not e.final and e.type == "limit"}
         if not live:
             return
         reader = live_paginator.items
         seen: set[str] = set()
-        recent = synced_ms - overlap_ms
         complete = False
         if listing:
             pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(live_paginator))
@@ -339,7 +352,6 @@ async def run_sync(
                             updated is not None
                             and entry.updated_ms == updated
                             and entry.status == reader.status(item, "reconciliation")
-                            and updated < recent
                         ):
                             result.reconciled += 1
                             continue
@@ -362,19 +374,15 @@ async def run_sync(
             if not entry.final and entry.type != "limit":
                 queued.add(oid)  # not listed by the service: re-read by id
                 yield oid, entry.source
-        producers = [active()] + ([listed()] if listing else [])
+        if not listing:
+            new_listed.set()
+        producers = [active(), named()] + ([listed()] if listing else [])
         async with merged(producers) as found:
             async for oid, source in found:
                 if oid not in queued:
                     queued.add(oid)
                     yield oid, source
         result.refreshed = sum(1 for oid in queued if oid in index)
-        for source, wanted in (("recording", rec_ids), ("ids", given), ("live", live_ids)):
-            for oid in wanted:
-                if oid in index or oid in queued:
-                    continue
-                queued.add(oid)
-                yield oid, source
 
     async def work(job: tuple[str, str]) -> None:
         oid, source = job
