@@ -13,7 +13,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sized
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -39,7 +39,7 @@ from toolkit.stream._channels import (
     PendingRequest,
     classify_reply,
 )
-from toolkit.stream._decode import decoder_for
+from toolkit.stream._decode import NOT_TAKEN, decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
@@ -54,6 +54,7 @@ from toolkit.stream._keepalive import (
     watch_overlap,
 )
 from toolkit.stream._ports import TokenSource
+from toolkit.stream._queues import items_of
 
 _log = logging.getLogger("toolkit.stream")
 #: the session and tests know a connection by its private name
@@ -125,6 +126,11 @@ class _ConnectionKeeping:
     _typed_all: bool
     _received: int
     _logger: _RedactingLogger
+    # what the reader's inlined dispatch of fast-path events reads (see _dispatch)
+    _main: asyncio.Queue[Any] | None
+    _queues: dict[str, list[asyncio.Queue[Event]]]
+    _callback_tuple: tuple[tuple[Callable[[Event], Any], frozenset[str] | None], ...]
+    _dropped: int
 
     if TYPE_CHECKING:  # pragma: no cover - defined by StreamSession
 
@@ -143,6 +149,8 @@ class _ConnectionKeeping:
         ) -> None: ...
 
         def _dispatch(self, event: Event) -> None: ...
+
+        def _offer(self, q: asyncio.Queue[Event], event: Event) -> None: ...
 
     # -- connection lifecycle ----------------------------------------------------------
 
@@ -337,8 +345,13 @@ class _ConnectionKeeping:
         conn_id = conn.id
         clock = time.time_ns
         profile = self._profile
-        typed = decoder_for(profile)
-        fast_decode, fast_event = typed.decode, typed.event
+        fast_event = decoder_for(profile).fast
+        # the fast path dispatches inline (StreamSession._dispatch without its call), and
+        # the main queue's full() (qsize() >= maxsize, two calls) is the length of the
+        # deque the asyncio.Queue keeps its items in (its maxsize is never 0 here)
+        main = self._main
+        main_items: Sized = () if main is None else items_of(main)
+        main_size = 0 if main is None else main.maxsize
         try:
             while True:
                 text = await recv()
@@ -358,28 +371,41 @@ class _ConnectionKeeping:
                             except Exception:
                                 _log.exception("a raw stream callback failed")
                         continue
-                    # the typed fast path: a data message (never a reply) decoded into
-                    # its event's fields only; None sends it the general way below
-                    decoded = fast_decode(text)
-                    if decoded is not None:
-                        conn.seq += 1
-                        seq = conn.seq
+                    # the typed fast path: a data message (never a reply) decoded into its
+                    # event (TypedDecoder.fast); one it does not take goes the general way
+                    seq = conn.seq + 1
+                    try:
+                        event = fast_event(text, received, conn_id, seq)
+                    except (ValueError, TypeError):
+                        event = None  # a time that is not one: the general way says so too
+                    if event is not NOT_TAKEN:
+                        conn.seq = seq
                         self._received += 1
                         if conn.tap is not None:
                             conn.tap(text)
                         if self._raw_callbacks:
                             self._dispatch_raw(text, received, conn_id, seq)
-                        try:
-                            event = fast_event(decoded, text, received, conn_id, seq)
-                        except (ValueError, TypeError) as err:
-                            _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
-                            continue
                         if event is None:  # the general way says what is wrong
                             event = self._general_event(text, received, conn_id, seq)
-                        if event is not None and (
-                            typed_all or event.channel in self._typed_channels
-                        ):
-                            self._dispatch(event)
+                            if event is None:
+                                continue
+                        if not typed_all and event.channel not in self._typed_channels:
+                            continue
+                        if main is not None:
+                            if len(main_items) >= main_size:  # main.full()
+                                self._dropped += 1
+                            else:
+                                main.put_nowait(event)
+                        if self._queues:
+                            for q in self._queues.get(event.channel, ()):
+                                self._offer(q, event)
+                        for fn, chans in self._callback_tuple:
+                            if chans is not None and event.channel not in chans:
+                                continue
+                            try:
+                                fn(event)
+                            except Exception:
+                                _log.exception("a stream callback failed")
                         continue
                 try:
                     msg = json.loads(text)
@@ -428,7 +454,9 @@ class _ConnectionKeeping:
                 fut.exception()  # retrieved here: the waiter may have given up
 
     def _general_event(self, text: str, received: int, conn_id: str, seq: int) -> Event | None:
-        """The event of a data message the fast path gave back, built from its dict."""
+        """The event of a data message the fast path took but gave back (an empty symbol)
+        or could not build (a time that is not one), built from its dict; what is wrong
+        is logged as the general path says it."""
         try:
             msg = json.loads(text)
             return event_from_message(

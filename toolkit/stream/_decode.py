@@ -3,15 +3,19 @@ made for the profile's payload mapping (``payloads`` paths, any nesting), so the
 messages never become Python dicts on the way: the stream's fast path.
 
 Only what the event holds is decoded; the whole message (``event.raw``) is a
-``LazyMessage``, decoded on first use. Anything the typed decoding does not take (another
-channel, a field missing or of another type, an empty price, a time that is not an
-integer, a text that is not JSON) returns None, and the caller takes the general path
-(``event_from_message`` on the decoded dict), which says what is wrong exactly as before.
+``LazyMessage``, decoded on first use. The event is built by a function generated for the
+profile (its payload paths read straight from the structs, its time unit inlined as
+``_epoch_ms`` applies it), so a message costs one Python call. Anything the typed decoding
+does not take (another channel, a field missing or of another type, an empty price, a
+text that is not JSON), or whose event it does not build (an empty symbol), is left to
+the general path (``event_from_message`` on the decoded dict), which says what is wrong
+exactly as before.
 """
 
 from __future__ import annotations
 
-import operator
+import hashlib
+import linecache
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
@@ -19,15 +23,15 @@ import msgspec
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._events import (
+    _SECONDS_BELOW,
     Event,
     OrderEvent,
     TickerEvent,
     _epoch_ms,
-    canonical_status,
     order_id_of,
 )
 
-__all__ = ["LazyMessage", "TypedDecoder", "decoder_for"]
+__all__ = ["NOT_TAKEN", "LazyMessage", "TypedDecoder", "decoder_for"]
 
 _decode_any = msgspec.json.Decoder().decode
 
@@ -106,7 +110,9 @@ _TYPES = {"symbol": str, "bid": float, "ask": float, "last": float, "time": int}
 
 
 def _struct(name: str, tree: dict[str, Any], counter: list[int]) -> tuple[type, dict[str, str]]:
-    """A struct type for ``tree`` and the dotted attribute path of each leaf."""
+    """A struct type for ``tree`` and the dotted attribute path of each leaf. Only strings
+    and numbers in it, so never in a reference cycle: not tracked by the GC (``gc=False``),
+    which makes decoding cheaper."""
     fields: list[tuple[str, Any, Any]] = []
     where: dict[str, str] = {}
     for key, child in tree.items():
@@ -120,16 +126,118 @@ def _struct(name: str, tree: dict[str, Any], counter: list[int]) -> tuple[type, 
         else:
             fields.append((attr, _TYPES[child], msgspec.field(name=key)))
             where[child] = attr
-    return msgspec.defstruct(f"{name}{counter[0]}", fields), where
+    return msgspec.defstruct(f"{name}{counter[0]}", fields, gc=False), where
+
+
+def _to_ms(name: str, unit: str) -> list[str]:
+    """Source lines making the time in local ``name`` Unix milliseconds exactly as
+    ``_epoch_ms(name, unit)`` does: its integer case inlined for ``unit`` (``s``: times
+    1000; ``auto``: times 1000 below ``_SECONDS_BELOW`` in magnitude; ``ms``: as is),
+    anything that is not an ``int`` through ``_epoch_ms`` itself."""
+    lines = [f"if {name}.__class__ is not int:", f"    {name} = _epoch_ms({name}, unit)"]
+    if unit == "s":
+        lines += ["else:", f"    {name} *= 1000"]
+    elif unit == "auto":
+        # -B < t < B with B a literal (no negation per call), the usual case (ms) first
+        bound = int(_SECONDS_BELOW)
+        lines += [f"elif {name} < {bound} and {name} > {-bound}:", f"    {name} *= 1000"]
+    return lines
+
+
+def _ticker_lines(where: dict[str, str], unit: str) -> list[str]:
+    """The source building the TickerEvent of the payload struct in local ``m`` (the
+    fields read straight from the structs, a parent struct once): None when the symbol
+    is empty, for the general path to name it."""
+    lines: list[str] = []
+    local: dict[str, str] = {}
+
+    def reach(path: str) -> str:
+        *parents, leaf = path.split(".")
+        owner = "m"
+        for i, step in enumerate(parents):
+            key = ".".join(parents[: i + 1])
+            if key not in local:
+                local[key] = f"p{len(local)}"
+                lines.append(f"{local[key]} = {owner}.{step}")
+            owner = local[key]
+        return f"{owner}.{leaf}"
+
+    lines.append(f"symbol = {reach(where['symbol'])}")
+    lines += ["if not symbol:", "    return None"]
+    prices = ", ".join(reach(where[leaf]) for leaf in ("bid", "ask", "last"))
+    lines.append(f"t = {reach(where['time'])}")
+    lines += _to_ms("t", unit)
+    lines.append(
+        'return TickerEvent("watchticker", received_at_ns, connection_id, seq, '
+        f"LazyMessage(text), symbol, {prices}, t)"
+    )
+    return lines
+
+
+def _order_lines(unit: str) -> list[str]:
+    """The source building the OrderEvent of the order dict in local ``m``: what
+    ``order_event`` makes of it (order id, canonical status, ``updatedAt`` in
+    milliseconds), its usual cases inlined; ``order`` is the dict decoded for this
+    message alone (``raw`` decodes its own)."""
+    return [
+        'order_id = m.get("id")',
+        "if order_id is None:",
+        "    order_id = order_id_of(m)",
+        "elif order_id.__class__ is not str:",
+        "    order_id = str(order_id)",
+        'status_raw = m.get("status", "")',
+        "if status_raw.__class__ is not str:",
+        "    status_raw = str(status_raw)",
+        't = m.get("updatedAt")',
+        *_to_ms("t", unit),
+        'return OrderEvent("watchorders", received_at_ns, connection_id, seq, '
+        "LazyMessage(text), order_id, status_raw.strip().upper(), status_raw, t, m)",
+    ]
+
+
+def _compiled(name: str, params: str, body: list[str], names: dict[str, Any]) -> Any:
+    """The function ``name(params)`` of the generated lines ``body``, with ``names`` and
+    the ones the lines use. No text of the profile is in them, only attribute names
+    made here, literals and the names given: nothing from outside is executed."""
+    namespace: dict[str, Any] = {
+        "TickerEvent": TickerEvent,
+        "OrderEvent": OrderEvent,
+        "LazyMessage": LazyMessage,
+        "_epoch_ms": _epoch_ms,
+        "order_id_of": order_id_of,
+        **names,
+    }
+    source = "\n".join([f"def {name}({params}):", *(f"    {line}" for line in body), ""])
+    # the source kept where tracebacks and debuggers look for it, once per distinct one
+    digest = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()[:12]
+    filename = f"<toolkit.stream._decode {name} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+#: what ``TypedDecoder.fast`` gives for a message it does not take (the general path's)
+NOT_TAKEN: Any = object()
+_ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
 
 
 class TypedDecoder:
-    """The fast path of one profile: ``decode(text)`` gives the decoded message (or None,
-    for the general path) and ``event(decoded, ...)`` its typed event."""
+    """The fast path of one profile, its event building generated for the profile's
+    payload paths and time unit.
+
+    ``fast(text, received_at_ns, connection_id, seq)`` is what the reader of a session
+    calls, once per data message: its typed event (decoding and building in one Python
+    call); None when the message was decoded but its event is the general path's (an
+    empty symbol); ``NOT_TAKEN`` when the fast path does not take the message at all
+    (another channel, a field missing or of another type, an empty price, a text that
+    is not JSON). Raises ValueError for a time that is not one, as
+    ``event_from_message`` does. Its two halves, for tests and benchmarks, run the same
+    generated lines: ``decode(text)`` (the decoded message, or None when not taken) and
+    ``event(decoded, text, received_at_ns, connection_id, seq)`` (its event, or None)."""
 
     def __init__(self, profile: ServiceProfile) -> None:
         self.profile = profile
-        self.unit = profile.orders.timestamp_unit
+        self.unit = unit = profile.orders.timestamp_unit
         p = profile.payloads
         leaves = [
             ("symbol", p.ticker_symbol),
@@ -139,13 +247,14 @@ class TypedDecoder:
             ("time", p.ticker_time),
         ]
         tree = _tree(leaves) if all(path for _, path in leaves) else None
+        # every struct holds strings, numbers, structs or the order dict alone: in no
+        # reference cycle, so none is tracked by the GC (cheaper to make and to drop)
         types: list[type] = []
-        self._ticker_fields: Callable[[Any], tuple[Any, ...]] | None = None
+        names: dict[str, Any] = {"unit": unit}
+        # the event of the decoded message in ``decoded``: tickers by the struct type
+        body = ["m = decoded.message"]
         if tree is not None:
             payload, where = _struct("_TickerPayload", tree, [0])
-            self._ticker_fields = operator.attrgetter(
-                *(f"message.{where[leaf]}" for leaf, _ in leaves)
-            )
             for tag in ("watchticker", "watchTicker"):
                 types.append(
                     msgspec.defstruct(
@@ -153,8 +262,15 @@ class TypedDecoder:
                         [("message", payload)],
                         tag_field="channel",
                         tag=tag,
+                        gc=False,
                     )
                 )
+            names["Ticker"], names["TickerCamel"] = types
+            body += [
+                "kind = decoded.__class__",
+                "if kind is Ticker or kind is TickerCamel:",
+                *(f"    {line}" for line in _ticker_lines(where, unit)),
+            ]
         for tag in ("watchorders", "watchOrders"):
             types.append(
                 msgspec.defstruct(
@@ -162,21 +278,27 @@ class TypedDecoder:
                     [("message", dict[str, Any])],
                     tag_field="channel",
                     tag=tag,
+                    gc=False,
                 )
             )
-        self._kinds = {
-            t: ("watchticker" if "Ticker" in t.__name__ else "watchorders") for t in types
-        }
+        body += _order_lines(unit)
         union: Any = types[0]
         for t in types[1:]:
             union = union | t
         self._decode = msgspec.json.Decoder(union, strict=False).decode
+        names.update(decode=self._decode, errors=_ERRORS, NOT_TAKEN=NOT_TAKEN)
+        params = "text, received_at_ns, connection_id, seq"
+        self._event = _compiled("event", f"decoded, {params}", body, names)
+        decoding = ["try:", "    decoded = decode(text)", "except errors:", "    return NOT_TAKEN"]
+        self.fast: Callable[[str, int, str, int], Any] = _compiled(
+            "fast", params, decoding + body, names
+        )
 
     def decode(self, text: str) -> Any | None:
         """The decoded message when the fast path takes it, else None."""
         try:
             return self._decode(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except _ERRORS:
             return None
 
     def event(
@@ -184,39 +306,8 @@ class TypedDecoder:
     ) -> Event | None:
         """The typed event of a message ``decode`` took (None: take the general path).
         Raises ValueError for a time that is not one, as ``event_from_message`` does."""
-        kind = self._kinds[decoded.__class__]
-        if kind == "watchticker":
-            getter = self._ticker_fields
-            assert getter is not None
-            symbol, bid, ask, last, stamp = getter(decoded)
-            if not symbol:
-                return None  # the general path names the missing symbol
-            return TickerEvent(
-                kind,
-                received_at_ns,
-                connection_id,
-                seq,
-                LazyMessage(text),  # type: ignore[arg-type]  # a registered Mapping
-                symbol,
-                bid,
-                ask,
-                last,
-                _epoch_ms(stamp, self.unit),
-            )
-        order = decoded.message
-        status_raw = str(order.get("status", ""))
-        return OrderEvent(
-            kind,
-            received_at_ns,
-            connection_id,
-            seq,
-            LazyMessage(text),  # type: ignore[arg-type]  # a registered Mapping
-            order_id_of(order),
-            canonical_status(status_raw),
-            status_raw,
-            _epoch_ms(order.get("updatedAt"), self.unit),
-            order,
-        )
+        event: Event | None = self._event(decoded, text, received_at_ns, connection_id, seq)
+        return event
 
 
 _decoders: dict[int, TypedDecoder] = {}

@@ -552,7 +552,9 @@ class StreamSession(_ConnectionKeeping):
 
     def _dispatch(self, event: Event) -> None:
         # per message: no exception for a full queue, no copy of the callback list (a
-        # tuple, replaced whenever a callback is added or removed)
+        # tuple, replaced whenever a callback is added or removed). The reader inlines
+        # these steps for the events of its fast path (_ConnectionKeeping._read): a
+        # change here is a change there too
         main = self._main
         if main is not None:
             if main.full():
