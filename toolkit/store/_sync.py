@@ -40,7 +40,32 @@ MAX_FILES_PER_MONTH = 8
 
 @dataclass
 class SyncResult:
-    """What one sync did. ``fetched`` counts fetchOrder calls that returned an order."""
+    """What one sync did; ``summary()`` gives it in a few lines.
+
+    Attributes
+    ----------
+    fetched : int
+        fetchOrder calls that returned an order (``new + changed + unchanged``).
+    new, changed, unchanged : int
+        Orders the store did not hold; held but different; re-read and the same.
+    reconciled : int
+        Still-active limit orders the listing showed with the stored status and
+        ``updatedAt``, so not fetched.
+    refreshed : int
+        Stored orders queued for a re-read.
+    missing : dict of str to list of str
+        Ids fetchOrder did not find, by where they came from.
+    new_by_source : dict of str to int
+        New orders by ``_source`` (listing, recording, ids, live).
+    pages : int
+        Listing pages read (new orders and live statuses together).
+    recorded_ids, given_ids, live_ids : int
+        Ids named by recordings, by the caller and by live followers.
+    requests, rate_limited : int
+        Requests sent and answered 429.
+    warnings : list of str
+        What the sync or the store's coverage wants said.
+    """
 
     fetched: int = 0
     new: int = 0
