@@ -42,6 +42,8 @@ class Listing:
             }
             for i in range(n)
         ]
+        self.market: list[dict[str, Any]] = []  # no listing shows them
+        self.log: list[str] = []
         self.honour_filter = honour_filter
         self.without_updated = False
         self.active = True
@@ -52,17 +54,19 @@ class Listing:
         return [o["id"] for o in self.orders if o["status"] in LIVE_LIMIT_STATUSES]
 
     def find(self, oid: str) -> dict[str, Any]:
-        return next(o for o in self.orders if o["id"] == oid)
+        return next(o for o in [*self.orders, *self.market] if o["id"] == oid)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if not self.active:
             return httpx.Response(404, json={"message": "Not Found"})
         if request.url.path == "/orders/fetchOrder":
             oid = request.url.params["orderId"]
+            self.log.append(oid)
             self.fetched.append(oid)
             return httpx.Response(200, json={**self.find(oid), "amount": "1", "trades": []})
         params = parse_qs(request.url.query.decode())
         status = params.get("status", [None])[0]
+        self.log.append(f"page {status}")
         start = int(params.get("paginationToken", ["0"])[0])
         if start == 0:
             self.filters.append(status)
@@ -227,3 +231,33 @@ def test_reconciliation_holds_for_any_page_size(tmp_path: Path, page: int) -> No
         result = store.sync(client)
     assert service.fetched == [changed]
     assert result.reconciled == len(service.live())
+
+
+def test_the_listings_page_while_unlisted_orders_are_re_read(tmp_path: Path) -> None:
+    # still-active market orders (no listing shows them) are re-read by id; the listings
+    # must not wait for those re-reads to be handed out before they start paging
+    service = Listing()
+    now = int(time.time() * 1000)
+    service.market = [
+        {
+            "id": f"m-{i:03d}",
+            "type": "market",
+            "status": "pending",
+            "symbol": "BTC/BRL",
+            "createdAt": now - DAY_MS,
+            "updatedAt": now - DAY_MS,
+        }
+        for i in range(40)
+    ]
+    client = Client(
+        base_url=BASE, transport=httpx.MockTransport(service), page_size=4, concurrency=2
+    )
+    store = OrderStore(tmp_path)
+    with client:
+        store.sync(client, ids=[o["id"] for o in service.market])
+        service.log.clear()
+        store.sync(client)
+    market = [i for i, what in enumerate(service.log) if what.startswith("m-")]
+    pages = [i for i, what in enumerate(service.log) if what.startswith("page")]
+    assert len(market) == 40 and pages
+    assert pages[0] < market[-1] and pages[-1] < market[-1]

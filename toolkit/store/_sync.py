@@ -393,15 +393,19 @@ async def run_sync(
             if oid not in seen or not complete:
                 yield oid, entry.source
 
-    async def jobs() -> AsyncIterator[tuple[str, str]]:
-        queued: set[str] = set()
+    async def unlisted() -> AsyncIterator[tuple[str, str]]:
+        """Stored orders no listing shows (market orders) that can still change: re-read
+        by id, while the listings page."""
         for oid, entry in index.items():
             if not entry.final and entry.type != "limit":
-                queued.add(oid)  # not listed by the service: re-read by id
                 yield oid, entry.source
+
+    async def jobs() -> AsyncIterator[tuple[str, str]]:
+        queued: set[str] = set()
         if not listing:
             new_listed.set()
-        producers = [active(), named()] + ([listed()] if listing else [])
+        # every source at once: the listings page from the start, not after the re-reads
+        producers = [active(), unlisted(), named()] + ([listed()] if listing else [])
         async with merged(producers) as found:
             async for oid, source in found:
                 if oid not in queued:
