@@ -3,15 +3,13 @@ a summary that says where the orders came from and what is partial, and clean er
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
+from _recordings import write_order_recording
 
 from toolkit.cli import main
 from toolkit.cli._errors import ERROR_STATUS
-from toolkit.recording._rows import row_from_message
-from toolkit.recording._writer import RecordingWriter
 from toolkit.sim import Simulator
 from toolkit.store import OrderStore
 from toolkit.store._files import StoreFiles
@@ -32,18 +30,7 @@ def env(
 
 def record_orders(sim: Simulator, root: Path, ids: list[str]) -> None:
     """A recording whose watchOrders messages name ``ids`` (as a Recorder writes it)."""
-    now = time.time_ns()
-    with RecordingWriter(root) as writer:
-        for seq, oid in enumerate(ids, 1):
-            message = {"channel": "watchorders", "message": {"id": oid, "status": "closed"}}
-            row = row_from_message(
-                message,
-                received_at_ns=now + seq,
-                connection_id="c1",
-                seq=seq,
-                profile=sim.profile,
-            )
-            assert writer.add(row)
+    write_order_recording(root, ids, sim.profile)
 
 
 def test_sync_from_listing_recording_and_ids(

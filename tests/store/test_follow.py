@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _recordings import write_order_recording
 
 from toolkit.errors import InvalidRequest
 from toolkit.recording import Recorder
-from toolkit.recording._rows import row_from_message
-from toolkit.recording._writer import RecordingWriter
 from toolkit.sim import Simulator
 from toolkit.store import OrderStore, _follow
 from toolkit.store._follow import LIVE_DIR, Journal, read_journals
@@ -212,22 +210,10 @@ def test_a_followed_recorder_feeds_the_store_while_it_runs(
             # not started yet: the folder does not exist, and the sync says so
             result = store.sync(client, listing=False)
             assert any("followed recording is gone" in w for w in result.warnings)
-            write_recording(fresh_sim, tmp_path / "rec", market)
+            write_order_recording(tmp_path / "rec", market, fresh_sim.profile)
             result = store.sync(client, listing=False)
             assert result.new_by_source == {"recording": 3}
             assert list((tmp_path / "store" / LIVE_DIR).glob("*.ids")) == [follower.journal.path]
         store.sync(client, listing=False)
         assert list((tmp_path / "store" / LIVE_DIR).glob("*.ids")) == []
     assert set(store.frames().orders.set_index("id").loc[market, "_source"]) == {"recording"}
-
-
-def write_recording(sim: Simulator, root: Path, ids: list[str]) -> None:
-    """A recording whose watchOrders messages name ``ids`` (as a Recorder writes it)."""
-    now = time.time_ns()
-    with RecordingWriter(root) as writer:
-        for seq, oid in enumerate(ids, 1):
-            message = {"channel": "watchorders", "message": {"id": oid, "status": "closed"}}
-            row = row_from_message(
-                message, received_at_ns=now + seq, connection_id="c1", seq=seq, profile=sim.profile
-            )
-            assert writer.add(row)
