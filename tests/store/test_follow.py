@@ -18,6 +18,7 @@ from toolkit.sim import Simulator
 from toolkit.store import OrderStore, _follow
 from toolkit.store._follow import LIVE_DIR, Journal, read_journals
 from toolkit.stream import OrderBook
+from toolkit.stream._events import order_event
 
 # -- the journal (sans-I/O of the network) --------------------------------------------------
 
@@ -122,6 +123,29 @@ def test_torn_and_unreadable_lines_are_skipped(
     assert ids == ["m-1", "m-2"] and roots == [] and len(done) == 1
     assert not (folder / ".2-2-b.tmp").exists()
     assert "torn last line" in caplog.text and "2 unreadable line(s)" in caplog.text
+
+
+def test_a_full_disk_is_said_once_and_counted_never_raised_into_the_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    book = OrderBook()
+    follower = OrderStore(tmp_path).follow(book)
+    real = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if fd == follower.journal._fd:
+            raise OSError(28, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    for i in range(3):
+        book.apply(order_event({"id": f"m-{i}", "status": "pending"}, received_at_ns=i + 1))
+    assert follower.failed == 3 and follower.ids == 0
+    errors = [r for r in caplog.records if "cannot be written" in r.getMessage()]
+    assert len(errors) == 1 and "failed=3" in repr(follower)
+    assert "an OrderBook listener failed" not in caplog.text
+    monkeypatch.setattr(os, "write", real)
+    follower.stop()
 
 
 def test_follow_refuses_what_it_cannot_follow(tmp_path: Path) -> None:

@@ -185,10 +185,13 @@ def read_journals(root: Path) -> tuple[list[str], list[Path], list[Path]]:
 
 class Follower:
     """What :meth:`OrderStore.follow` returns: ``stop()`` (or leaving ``with``) ends the
-    feed; ``ids`` counts the order ids journalled so far."""
+    feed; ``ids`` counts the order ids journalled so far, ``failed`` the ones the disk
+    refused (logged once, as an error)."""
 
     def __init__(self, journal: Journal, remove: Callable[[], Any], what: str) -> None:
         self.journal = journal
+        #: order ids that could not be journalled (the disk refused the write)
+        self.failed = 0
         self._remove = remove
         self._what = what
 
@@ -202,7 +205,8 @@ class Follower:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"Follower({self._what}, ids={self.ids}, {state})"
+        failed = f", failed={self.failed}" if self.failed else ""
+        return f"Follower({self._what}, ids={self.ids}{failed}, {state})"
 
     def stop(self) -> None:
         """Stop feeding the store; what was journalled is kept for the next sync."""
@@ -232,6 +236,7 @@ def follow(root: Path, source: object, *, fsync_interval: float = 1.0) -> Follow
             f"{type(source).__name__}"
         )
     journal = Journal(root, fsync_interval=fsync_interval)
+    follower: Follower | None = None
 
     def take(event: object) -> None:
         if isinstance(event, OrderEvent) and event.order_id:
@@ -239,15 +244,27 @@ def follow(root: Path, source: object, *, fsync_interval: float = 1.0) -> Follow
                 journal.add_order(event.order_id)
             except InvalidRequest as exc:
                 logger.warning("the store's follower skipped an order id: %s", exc)
+            except OSError as exc:  # a full disk: said once, counted, the stream goes on
+                if follower is not None:
+                    follower.failed += 1
+                    if follower.failed == 1:
+                        logger.error(
+                            "the order store's journal %s cannot be written (%s): order ids "
+                            "seen from now on are not journalled; Follower.failed counts them",
+                            journal.path,
+                            exc,
+                        )
 
     try:
         if isinstance(source, Recorder):
             journal.add_recording(source.root)
-            return Follower(journal, lambda: None, f"recording {source.root}")
-        if isinstance(source, OrderBook):
-            return Follower(journal, source.add_listener(take), "order book")
-        add = source.add_callback  # type: ignore[attr-defined]
-        return Follower(journal, add(take, channels=["watchorders"]), "stream")
+            follower = Follower(journal, lambda: None, f"recording {source.root}")
+        elif isinstance(source, OrderBook):
+            follower = Follower(journal, source.add_listener(take), "order book")
+        else:
+            add = source.add_callback  # type: ignore[attr-defined]
+            follower = Follower(journal, add(take, channels=["watchorders"]), "stream")
     except BaseException:
         journal.close()
         raise
+    return follower
