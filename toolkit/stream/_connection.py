@@ -7,10 +7,10 @@ duration, reconnect with backoff. The policy (intervals, limits, codes) comes fr
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sized
@@ -21,7 +21,6 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import (
     ConnectionClosed,
     InvalidHandshake,
-    InvalidMessage,
     InvalidStatus,
     InvalidURI,
 )
@@ -41,12 +40,16 @@ from toolkit.stream._channels import (
 )
 from toolkit.stream._decode import NOT_TAKEN, decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
+from toolkit.stream._frames import TEXT, queued_frames
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
+    ConfirmationTimeout,
     Connection,
     ConnectionPolicy,
     Refused,
     SlotBusy,
+    _describe_end,
+    _RedactingLogger,
     act,
     drain,
     keep_alive,
@@ -59,7 +62,6 @@ from toolkit.stream._queues import items_of
 _log = logging.getLogger("toolkit.stream")
 #: the session and tests know a connection by its private name
 _Connection = Connection
-_TOKEN_IN_TEXT = re.compile(r"(token=)[^&\s\"']*", re.IGNORECASE)
 
 #: ``fn(text, received_at_ns, connection_id, seq)``: one data message as the server sent it
 RawCallback = Callable[[str, int, str, int], Any]
@@ -67,34 +69,6 @@ RawCallback = Callable[[str, int, str, int], Any]
 #: message has a top-level ``channel``, so it is never a reply (``classify_reply``) and the
 #: raw path can hand it on without decoding it. Anything else takes the decoding path.
 _DATA_PREFIX = '{"channel":'
-
-
-def default_retry(exc: BaseException) -> bool:
-    """Whether a lost or failed connection is worth another attempt (the default
-    ``retry_on``): drops, network errors, timeouts and 429/5xx refusals are; a 401 is
-    handled apart (one forced signin), and anything else, e.g. a permission refused on
-    resubscribe, is not."""
-    if isinstance(exc, (ConnectionClosed, OSError, EOFError, TimeoutError, InvalidMessage)):
-        return True
-    if isinstance(exc, InvalidStatus):
-        return exc.response.status_code in (429, 500, 502, 503, 504)
-    return isinstance(exc, TransportError)
-
-
-class _RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """websockets logs the request line ``GET /?token=...``; the token must never reach
-    a log record, so messages are formatted and scrubbed before they are handed on."""
-
-    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
-        if not self.isEnabledFor(level):
-            return
-        text = str(msg) % args if args else str(msg)
-        kwargs.setdefault("stacklevel", 2)
-        self.logger.log(level, _TOKEN_IN_TEXT.sub(r"\1***", text), **kwargs)
-
-
-class ConfirmationTimeout(TransportError, TimeoutError):
-    """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
 
 
 class _ConnectionKeeping:
@@ -352,9 +326,29 @@ class _ConnectionKeeping:
         main = self._main
         main_items: Sized = () if main is None else items_of(main)
         main_size = 0 if main is None else main.maxsize
+        # a whole text frame already received is taken from the head of the queue as
+        # recv() would take it, without its machinery (_frames); anything else: recv()
+        queued = queued_frames(conn.ws)
+        frames: collections.deque[Any] = collections.deque() if queued is None else queued.frames
+        assembler: Any = None if queued is None else queued.assembler
         try:
             while True:
-                text = await recv()
+                if frames and not assembler.get_in_progress:
+                    head = frames[0]
+                    if head.fin and head.opcode is TEXT:
+                        try:
+                            text = head.data.decode()
+                        except (UnicodeDecodeError, AttributeError):
+                            # not UTF-8 (recv() fails the connection: 1007), or data
+                            # without decode() (a memoryview: recv() joins it)
+                            text = await recv()
+                        else:
+                            frames.popleft()
+                            assembler.maybe_resume()
+                    else:
+                        text = await recv()
+                else:
+                    text = await recv()
                 received = clock()
                 conn.answered = True
                 if text.__class__ is str and text.startswith(_DATA_PREFIX):
@@ -586,14 +580,3 @@ class _ConnectionKeeping:
                     f"could not reconnect after {attempts} attempts "
                     f"(last error: {type(last).__name__})"
                 ) from None
-
-
-def _describe_end(exc: BaseException | None) -> str:
-    if isinstance(exc, ConnectionClosed):
-        rcvd = exc.rcvd
-        if rcvd is not None:
-            return f"closed by the server (code {rcvd.code}, {rcvd.reason or 'no reason'})"
-        return "connection lost without a close frame"
-    if exc is not None:
-        return f"{type(exc).__name__}: {exc}"
-    return "connection ended"

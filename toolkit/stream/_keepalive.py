@@ -12,25 +12,29 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
+from toolkit.errors import TransportError
 from toolkit.profile import ServiceProfile
 from toolkit.stream._channels import Confirmation, PendingRequest
 
 __all__ = [
     "UNSET",
+    "ConfirmationTimeout",
     "Connection",
     "ConnectionPolicy",
     "Refused",
     "SlotBusy",
     "Unset",
     "act",
+    "default_retry",
     "drain",
     "keep_alive",
     "refusal_code",
@@ -332,3 +336,47 @@ def watch_overlap(old: Connection, new: Connection, caught_up: asyncio.Event) ->
 
     old.tap = tap(seen_old, seen_new)
     new.tap = tap(seen_new, seen_old)
+
+
+# ------------------------------------------------ retries, logs and ends of a connection
+
+_TOKEN_IN_TEXT = re.compile(r"(token=)[^&\s\"']*", re.IGNORECASE)
+
+
+def default_retry(exc: BaseException) -> bool:
+    """Whether a lost or failed connection is worth another attempt (the default
+    ``retry_on``): drops, network errors, timeouts and 429/5xx refusals are; a 401 is
+    handled apart (one forced signin), and anything else, e.g. a permission refused on
+    resubscribe, is not."""
+    if isinstance(exc, (ConnectionClosed, OSError, EOFError, TimeoutError, InvalidMessage)):
+        return True
+    if isinstance(exc, InvalidStatus):
+        return exc.response.status_code in (429, 500, 502, 503, 504)
+    return isinstance(exc, TransportError)
+
+
+class _RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """websockets logs the request line ``GET /?token=...``; the token must never reach
+    a log record, so messages are formatted and scrubbed before they are handed on."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
+        text = str(msg) % args if args else str(msg)
+        kwargs.setdefault("stacklevel", 2)
+        self.logger.log(level, _TOKEN_IN_TEXT.sub(r"\1***", text), **kwargs)
+
+
+class ConfirmationTimeout(TransportError, TimeoutError):
+    """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
+
+
+def _describe_end(exc: BaseException | None) -> str:
+    if isinstance(exc, ConnectionClosed):
+        rcvd = exc.rcvd
+        if rcvd is not None:
+            return f"closed by the server (code {rcvd.code}, {rcvd.reason or 'no reason'})"
+        return "connection lost without a close frame"
+    if exc is not None:
+        return f"{type(exc).__name__}: {exc}"
+    return "connection ended"

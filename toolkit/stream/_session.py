@@ -34,19 +34,19 @@ from toolkit.stream._channels import (
     validate_subscription,
 )
 from toolkit.stream._connection import (
-    ConfirmationTimeout,
     RawCallback,
     _Connection,
     _ConnectionKeeping,
-    _describe_end,
-    _RedactingLogger,
-    default_retry,
 )
 from toolkit.stream._events import Event, SessionEvent, SessionKind
 from toolkit.stream._keepalive import (
     UNSET,
+    ConfirmationTimeout,
     ConnectionPolicy,
     Unset,
+    _describe_end,
+    _RedactingLogger,
+    default_retry,
     refusal_code,
 )
 from toolkit.stream._ports import TokenSource
