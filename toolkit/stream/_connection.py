@@ -40,7 +40,7 @@ from toolkit.stream._channels import (
 )
 from toolkit.stream._decode import NOT_TAKEN, decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
-from toolkit.stream._frames import TEXT, queued_frames
+from toolkit.stream._frame_queue import TEXT, queued_frames
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
     ConfirmationTimeout,
@@ -327,7 +327,7 @@ class _ConnectionKeeping:
         main_items: Sized = () if main is None else items_of(main)
         main_size = 0 if main is None else main.maxsize
         # a whole text frame already received is taken from the head of the queue as
-        # recv() would take it, without its machinery (_frames); anything else: recv()
+        # recv() would take it, without its machinery (_frame_queue); anything else: recv()
         queued = queued_frames(conn.ws)
         frames: collections.deque[Any] = collections.deque() if queued is None else queued.frames
         assembler: Any = None if queued is None else queued.assembler

@@ -1,5 +1,5 @@
 """Tests of the reader taking whole text frames straight from the connection's frame
-queue (``toolkit.stream._frames``): sans-I/O on a fake connection with websockets'
+queue (``toolkit.stream._frame_queue``): sans-I/O on a fake connection with websockets'
 shape for what the frame queue can hold (fragments, binary, not UTF-8, a memoryview,
 another reader inside recv()), and against a real websockets server on loopback for the
 order, the flow control and the close code of a text frame that is not UTF-8."""
@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 
 from toolkit.stream._connection import Connection
-from toolkit.stream._frames import QueuedFrames, queued_frames
+from toolkit.stream._frame_queue import QueuedFrames, queued_frames
 from toolkit.stream._session import StreamSession
 
 

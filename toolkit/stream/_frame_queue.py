@@ -16,7 +16,7 @@ This reads three internals of websockets' asyncio client: ``recv_messages.frames
 (the deque of received data frames), ``recv_messages.maybe_resume()`` and
 ``recv_messages.get_in_progress``; they are the same from websockets 14 to 17 (checked).
 ``queued_frames`` checks their shape when a connection opens and gives None when it
-differs, so the reader then uses ``recv()`` alone; ``tests/stream/test_frames.py`` fails
+differs, so the reader then uses ``recv()`` alone; ``tests/stream/test_frame_queue.py`` fails
 when the installed websockets no longer has them, so an upgrade that loses the saving is
 noticed rather than silently slower.
 """
