@@ -5,6 +5,7 @@ updatedAt, orders that left the live statuses, a listing that is not active."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -46,6 +47,9 @@ class Listing:
         self.log: list[str] = []
         self.honour_filter = honour_filter
         self.without_updated = False
+        #: how the live-statuses listing comes: "newest" first (spec 4.2), "oldest"
+        #: first, or "no created" (newest first, its items without createdAt)
+        self.live_order = "newest"
         self.active = True
         self.fetched: list[str] = []
         self.filters: list[str | None] = []
@@ -76,6 +80,10 @@ class Listing:
             items = [o for o in items if o["status"] in wanted]
         if self.without_updated:
             items = [{k: v for k, v in o.items() if k != "updatedAt"} for o in items]
+        if status == ",".join(LIVE_LIMIT_STATUSES) and self.live_order == "oldest":
+            items = items[::-1]
+        elif status == ",".join(LIVE_LIMIT_STATUSES) and self.live_order == "no created":
+            items = [{k: v for k, v in o.items() if k != "createdAt"} for o in items]
         limit = int(params["limit"][0])
         chunk = items[start : start + limit]
         body: dict[str, Any] = {"orders": chunk}
@@ -261,3 +269,57 @@ def test_the_listings_page_while_unlisted_orders_are_re_read(tmp_path: Path) -> 
     pages = [i for i, what in enumerate(service.log) if what.startswith("page")]
     assert len(market) == 40 and pages
     assert pages[0] < market[-1] and pages[-1] < market[-1]
+
+
+def _live_pages(service: Listing) -> list[int]:
+    """Where in the request log the live-statuses listing asked for a page."""
+    live = f"page {','.join(LIVE_LIMIT_STATUSES)}"
+    return [i for i, what in enumerate(service.log) if what == live]
+
+
+def test_an_order_that_left_the_live_statuses_is_fetched_before_the_listing_ends(
+    tmp_path: Path,
+) -> None:
+    # the listing is newest first: once a page read whole ends past an order's creation
+    # without showing it, the order left the live statuses; fetched then, not at the end
+    service = Listing(n=60)
+    store, _ = synced(service, tmp_path)
+    newest, *rest = service.live()
+    service.find(newest).update(status="CANCELLED", updatedAt=service.find(newest)["updatedAt"] + 1)
+    service.log.clear()
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        # a network's turn: the other requests in flight get theirs before this answer
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return service(request)
+
+    client = Client(base_url=BASE, transport=httpx.MockTransport(answer), page_size=4)
+    with client:
+        result = store.sync(client)
+    assert service.fetched == [newest] and result.changed == 1
+    assert result.reconciled == len(rest)
+    pages = _live_pages(service)
+    assert len(pages) >= 5
+    assert service.log.index(newest) < pages[-1]  # while the listing still paged
+
+
+@pytest.mark.parametrize("order", ["oldest", "no created"])
+def test_a_listing_in_another_order_fetches_nothing_early_and_nothing_more(
+    tmp_path: Path, order: str
+) -> None:
+    # a listing oldest first (or whose items carry no creation time) cannot say early
+    # that an order left: every change is still found, at the end, and nothing else is
+    # fetched (read newest first, the first page would have "passed" every live order)
+    service = Listing(n=60)
+    store, client = synced(service, tmp_path)
+    live = service.live()
+    changed = live[len(live) // 2]
+    service.find(changed).update(status="EXPIRED")
+    service.live_order = order
+    service.log.clear()
+    with client:
+        result = store.sync(client)
+    assert service.fetched == [changed]
+    assert result.reconciled == len(live) - 1
+    assert service.log.index(changed) > _live_pages(service)[-1]  # after the last page

@@ -264,6 +264,14 @@ def recorded_ids(roots: Iterable[str | Path]) -> tuple[dict[str, None], int | No
     return ids, since
 
 
+def _created_or_none(reader: ListItems, item: Mapping[str, Any]) -> int | None:
+    """The creation moment of a listing item, or None when it has none that reads."""
+    try:
+        return reader.created_ms(item, "reconciliation")
+    except InvalidResponse:
+        return None
+
+
 async def run_sync(
     files: StoreFiles,
     client: Client,
@@ -353,18 +361,49 @@ async def run_sync(
         ``updatedAt``): fetched when their status or updatedAt differ or when they are
         no longer listed as live. Without the listing, every one of them is fetched. A
         change the lagging replica does not show yet (spec 4.2 rule 6) is found by a later
-        sync: the order keeps its live status in the store until then."""
+        sync: the order keeps its live status in the store until then.
+
+        The listing is newest first (spec 4.2): once its pages read so far end past an
+        order's creation without showing it, that order has left the live statuses and
+        is fetched at once, not after the last page. Only while every item read came in
+        that order, and a page after it was read whole; a listing in another order (or
+        without creation times) leaves them all to the end."""
         live = {oid: e for oid, e in index.items() if not e.final and e.type == "limit"}
         if not live:
             return
         reader = live_paginator.items
         seen: set[str] = set()
+        early: set[str] = set()
         complete = False
+        newest_first = sorted(live.items(), key=lambda kv: kv[1].created_ms, reverse=True)
+        passed = 0  # newest_first[:passed]: created after where the read pages end
+        in_order = True
+        reached: int | None = None  # the creation of the last item read, while in order
+        page = 0
         if listing:
             pages = cast(AsyncGenerator[dict[str, Any], None], client._pages(live_paginator))
             try:
                 async with contextlib.aclosing(pages) as items:
                     async for item in items:
+                        if live_paginator.pages != page:
+                            page = live_paginator.pages  # the pages before it read whole
+                            while (
+                                in_order
+                                and reached is not None
+                                and passed < len(newest_first)
+                                and newest_first[passed][1].created_ms > reached
+                            ):
+                                left, left_entry = newest_first[passed]
+                                passed += 1
+                                if left not in seen:
+                                    early.add(left)
+                                    yield left, left_entry.source
+                        if in_order:
+                            created = _created_or_none(reader, item)
+                            in_order = created is not None and (
+                                reached is None or created <= reached
+                            )
+                            reached = created
                         oid = reader.order_id(item)
                         entry = live.get(oid)
                         if entry is None:
@@ -390,7 +429,7 @@ async def run_sync(
                 "statuses; reconciliation read them and fetched what it could not match"
             )
         for oid, entry in live.items():
-            if oid not in seen or not complete:
+            if (oid not in seen or not complete) and oid not in early:
                 yield oid, entry.source
 
     async def unlisted() -> AsyncIterator[tuple[str, str]]:
