@@ -162,3 +162,6 @@ def test_result_is_frozen_and_outcome_rules() -> None:
     assert outcome_from_state("CANCELLING") is CancelOutcome.ALREADY_CANCELLING
     assert outcome_from_state("PROCESSING") is CancelOutcome.DEFERRED
     assert outcome_from_state("OPEN") is CancelOutcome.DEFERRED
+    # executed: not terminal, yet a cancel can no longer take effect, whatever FINALIZED holds
+    assert outcome_from_state("EXECUTED", frozenset()) is CancelOutcome.ALREADY_FINAL
+    assert outcome_from_state("executed") is CancelOutcome.ALREADY_FINAL

@@ -35,6 +35,9 @@ def test_active_and_finalized_partition_the_nine() -> None:
         ("Cancelling", "CANCELLING", False),
         ("rejected", "REJECTED", True),
         ("expired", "EXPIRED", True),
+        # executed at the provider, awaiting finalization (spec 3.1): it still changes
+        ("executed", "EXECUTED", False),
+        ("EXECUTED", "EXECUTED", False),
     ],
 )
 def test_canonical_status(raw: str, canonical: str, terminal: bool) -> None:

@@ -103,7 +103,9 @@ def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOu
     canonical = canonical_status(status)
     if canonical == "CANCELLING":
         return CancelOutcome.ALREADY_CANCELLING
-    if canonical in finalized or canonical in TERMINAL:
+    # EXECUTED is not terminal (it awaits finalization) but it has executed: a cancel can
+    # no longer take effect, whatever the profile's FINALIZED membership says
+    if canonical in finalized or canonical in TERMINAL or canonical == "EXECUTED":
         return CancelOutcome.ALREADY_FINAL
     return CancelOutcome.DEFERRED
 

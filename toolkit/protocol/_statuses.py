@@ -43,8 +43,10 @@ ALL_LIMIT_STATUSES: tuple[str, ...] = tuple(s.value for s in LimitStatus)
 ACTIVE: frozenset[str] = frozenset({"OPEN", "TRIGGERED", "PROCESSING"})
 #: ... and FINALIZED "no longer execute" (CANCELLING can no longer execute)
 FINALIZED: frozenset[str] = frozenset(ALL_LIMIT_STATUSES) - ACTIVE
-#: statuses after which an order never changes again (market and limit)
-TERMINAL: frozenset[str] = frozenset({"EXECUTED", "CLOSED", "EXPIRED", "CANCELLED", "REJECTED"})
+#: statuses after which an order never changes again (market and limit). Not EXECUTED:
+#: "executed at the provider, awaiting finalization" (spec 3.1), it still becomes closed
+#: (with the extended fields) or rejected
+TERMINAL: frozenset[str] = frozenset({"CLOSED", "EXPIRED", "CANCELLED", "REJECTED"})
 VALID_STATUS_VALUES: tuple[str, ...] = (*ALL_LIMIT_STATUSES, "ACTIVE", "FINALIZED")
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit._atomic import atomic_write, atomic_write_text, fsync_path
 from toolkit.errors import InvalidRequest, ToolkitError
-from toolkit.protocol import ALL_LIMIT_STATUSES
+from toolkit.protocol import ALL_LIMIT_STATUSES, TERMINAL
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -32,9 +32,8 @@ PROFILE_NAME = "_profile.toml"
 LOCK_NAME = ".lock"
 STATE_VERSION = 1
 
-#: statuses after which an order never changes again. Not protocol.TERMINAL: EXECUTED is
-#: "executed at the provider, awaiting finalization" (spec 3.1) and goes on to closed
-FINAL_STATUSES = frozenset({"CLOSED", "EXPIRED", "CANCELLED", "REJECTED"})
+#: statuses after which an order never changes again (protocol.TERMINAL)
+FINAL_STATUSES = TERMINAL
 #: limit-order statuses that can still change: the listing filter of reconciliation
 LIVE_LIMIT_STATUSES = tuple(s for s in ALL_LIMIT_STATUSES if s not in FINAL_STATUSES)
 
