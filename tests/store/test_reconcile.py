@@ -323,3 +323,35 @@ def test_a_listing_in_another_order_fetches_nothing_early_and_nothing_more(
     assert service.fetched == [changed]
     assert result.reconciled == len(live) - 1
     assert service.log.index(changed) > _live_pages(service)[-1]  # after the last page
+
+
+def test_a_listing_never_waits_for_the_reader_behind_the_other_sources() -> None:
+    # the re-reads by id can queue thousands of ids; a listing that waited for room
+    # behind them would stall its paging (and the early fetches it finds) until the
+    # workers caught up
+    from toolkit.store._sync import merged
+
+    listing_done = asyncio.Event()
+    produced = {"ids": 0}
+
+    async def ids() -> Any:
+        for i in range(1_000):
+            produced["ids"] += 1
+            yield f"m-{i}", "ids"
+
+    async def listing() -> Any:
+        for i in range(600):
+            yield f"l-{i}", "listing"
+        listing_done.set()
+
+    async def run() -> list[tuple[str, str]]:
+        async with merged([ids(), listing()], paging=[False, True]) as found:
+            # nothing read yet: the listing still pages to its end, the ids wait for room
+            await asyncio.wait_for(listing_done.wait(), 5)
+            assert produced["ids"] <= 257
+            return [item async for item in found]
+
+    got = asyncio.run(run())
+    assert sorted(got) == sorted(
+        [(f"m-{i}", "ids") for i in range(1_000)] + [(f"l-{i}", "listing") for i in range(600)]
+    )

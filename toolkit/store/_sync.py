@@ -194,31 +194,41 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 @contextlib.asynccontextmanager
 async def merged(
     sources: Sequence[AsyncIterator[tuple[str, str]]],
+    *,
+    paging: Sequence[bool] = (),
 ) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
     """The items of ``sources`` as they come, each source read by a task of its own (two
     listings page at once); the first error of a source is raised to the reader, and
-    leaving the block stops every source."""
-    queue: asyncio.Queue[tuple[BaseException | None, bool, Any]] = asyncio.Queue(256)
+    leaving the block stops every source. A source marked in ``paging`` (a listing: its
+    pages bound it) never waits for the reader, so its paging never stalls behind the
+    items of the others; the others wait while 256 of their items are not yet read."""
+    queue: asyncio.Queue[tuple[BaseException | None, bool, Any, bool]] = asyncio.Queue()
+    room = asyncio.Semaphore(256)
 
-    async def drain(source: AsyncIterator[tuple[str, str]]) -> None:
+    async def drain(source: AsyncIterator[tuple[str, str]], bounded: bool) -> None:
         try:
             async for item in source:
-                await queue.put((None, False, item))
+                if bounded:
+                    await room.acquire()
+                queue.put_nowait((None, False, item, bounded))
         except Exception as exc:
-            await queue.put((exc, True, None))
+            queue.put_nowait((exc, True, None, False))
             return
         finally:
             aclose = getattr(source, "aclose", None)
             if aclose is not None:
                 await aclose()
-        await queue.put((None, True, None))
+        queue.put_nowait((None, True, None, False))
 
-    tasks = [asyncio.create_task(drain(s)) for s in sources]
+    marks = list(paging) + [False] * (len(sources) - len(paging))
+    tasks = [asyncio.create_task(drain(s, not m)) for s, m in zip(sources, marks, strict=True)]
 
     async def items() -> AsyncIterator[tuple[str, str]]:
         left = len(tasks)
         while left:
-            error, ended, item = await queue.get()
+            error, ended, item, bounded = await queue.get()
+            if bounded:
+                room.release()
             if error is not None:
                 raise error
             if ended:
@@ -444,8 +454,12 @@ async def run_sync(
         if not listing:
             new_listed.set()
         # every source at once: the listings page from the start, not after the re-reads
-        producers = [active(), unlisted(), named()] + ([listed()] if listing else [])
-        async with merged(producers) as found:
+        # (source, paging: a listing, which must never stall behind the re-reads)
+        producers = [(active(), True), (unlisted(), False), (named(), False)]
+        if listing:
+            producers.append((listed(), True))
+        sources = [source for source, _ in producers]
+        async with merged(sources, paging=[paging for _, paging in producers]) as found:
             async for oid, source in found:
                 if oid not in queued:
                     queued.add(oid)
