@@ -345,7 +345,7 @@ def test_a_listing_never_waits_for_the_reader_behind_the_other_sources() -> None
         listing_done.set()
 
     async def run() -> list[tuple[str, str]]:
-        async with merged([ids(), listing()], paging=[False, True]) as found:
+        async with merged([(ids(), False), (listing(), True)]) as found:
             # nothing read yet: the listing still pages to its end, the ids wait for room
             await asyncio.wait_for(listing_done.wait(), 5)
             assert produced["ids"] <= 257

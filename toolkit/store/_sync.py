@@ -193,15 +193,14 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 @contextlib.asynccontextmanager
 async def merged(
-    sources: Sequence[AsyncIterator[tuple[str, str]]],
-    *,
-    paging: Sequence[bool] = (),
+    sources: Sequence[tuple[AsyncIterator[tuple[str, str]], bool]],
 ) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
-    """The items of ``sources`` as they come, each source read by a task of its own (two
-    listings page at once); the first error of a source is raised to the reader, and
-    leaving the block stops every source. A source marked in ``paging`` (a listing: its
-    pages bound it) never waits for the reader, so its paging never stalls behind the
-    items of the others; the others wait while 256 of their items are not yet read."""
+    """The items of ``sources`` (each ``(source, paging)``) as they come, each source read
+    by a task of its own (two listings page at once); the first error of a source is
+    raised to the reader, and leaving the block stops every source. A ``paging`` source
+    (a listing: its pages bound it) never waits for the reader, so its paging never
+    stalls behind the items of the others; the others wait while 256 of their items are
+    not yet read."""
     queue: asyncio.Queue[tuple[BaseException | None, bool, Any, bool]] = asyncio.Queue()
     room = asyncio.Semaphore(256)
 
@@ -220,8 +219,7 @@ async def merged(
                 await aclose()
         queue.put_nowait((None, True, None, False))
 
-    marks = list(paging) + [False] * (len(sources) - len(paging))
-    tasks = [asyncio.create_task(drain(s, not m)) for s, m in zip(sources, marks, strict=True)]
+    tasks = [asyncio.create_task(drain(source, not paging)) for source, paging in sources]
 
     async def items() -> AsyncIterator[tuple[str, str]]:
         left = len(tasks)
@@ -458,8 +456,7 @@ async def run_sync(
         producers = [(active(), True), (unlisted(), False), (named(), False)]
         if listing:
             producers.append((listed(), True))
-        sources = [source for source, _ in producers]
-        async with merged(sources, paging=[paging for _, paging in producers]) as found:
+        async with merged(producers) as found:
             async for oid, source in found:
                 if oid not in queued:
                     queued.add(oid)

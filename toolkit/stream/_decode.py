@@ -28,6 +28,7 @@ from toolkit.stream._events import (
     OrderEvent,
     TickerEvent,
     _epoch_ms,
+    canonical_status,
     order_id_of,
 )
 
@@ -177,21 +178,14 @@ def _ticker_lines(where: dict[str, str], unit: str) -> list[str]:
 def _order_lines(unit: str) -> list[str]:
     """The source building the OrderEvent of the order dict in local ``m``: what
     ``order_event`` makes of it (order id, canonical status, ``updatedAt`` in
-    milliseconds), its usual cases inlined; ``order`` is the dict decoded for this
-    message alone (``raw`` decodes its own)."""
+    milliseconds), the time unit inlined; ``order`` is the dict decoded for this message
+    alone (``raw`` decodes its own), so it is not copied."""
     return [
-        'order_id = m.get("id")',
-        "if order_id is None:",
-        "    order_id = order_id_of(m)",
-        "elif order_id.__class__ is not str:",
-        "    order_id = str(order_id)",
-        'status_raw = m.get("status", "")',
-        "if status_raw.__class__ is not str:",
-        "    status_raw = str(status_raw)",
+        'status_raw = str(m.get("status", ""))',
         't = m.get("updatedAt")',
         *_to_ms("t", unit),
         'return OrderEvent("watchorders", received_at_ns, connection_id, seq, '
-        "LazyMessage(text), order_id, status_raw.strip().upper(), status_raw, t, m)",
+        "LazyMessage(text), order_id_of(m), canonical_status(status_raw), status_raw, t, m)",
     ]
 
 
@@ -205,6 +199,7 @@ def _compiled(name: str, params: str, body: list[str], names: dict[str, Any]) ->
         "LazyMessage": LazyMessage,
         "_epoch_ms": _epoch_ms,
         "order_id_of": order_id_of,
+        "canonical_status": canonical_status,
         **names,
     }
     source = "\n".join([f"def {name}({params}):", *(f"    {line}" for line in body), ""])
