@@ -1,8 +1,13 @@
 """Tests of ``toolkit load``: environment and options, --env-file, --ids-file, Parquet and
-CSV output, the one-line summary, and clean errors."""
+CSV output, the one-line summary, and clean errors (a bad --out refused before anything is
+sent)."""
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
@@ -153,3 +158,98 @@ def test_profile_flag_wins_over_the_environment(
     assert main(args) == 1 and "signin.path" in capsys.readouterr().err
     assert main([*args, "--profile", str(service_profile_file)]) == 0
     assert (out / "orders.parquet").exists()
+
+
+@pytest.fixture
+def counting_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A service on 127.0.0.1 that answers 401 to everything and notes each request: the
+    list stays empty when nothing is sent."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _refuse(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PATCH = _refuse
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID", "TOOLKIT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TOOLKIT_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("TOOLKIT_API_KEY", "demo")
+    monkeypatch.setenv("TOOLKIT_API_SECRET", "demo-secret")
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _unwritable(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``folder`` made read-only; as root (who may write anyway) the permission check
+    answers as it would for anybody else."""
+    folder.chmod(0o555)
+    if os.geteuid() == 0:
+        real = os.access
+
+        def access(path: object, mode: int, *args: object, **kwargs: object) -> bool:
+            if Path(str(path)) == folder and mode & os.W_OK:
+                return False
+            return real(path, mode, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "access", access)
+
+
+@pytest.mark.parametrize(
+    "case", ["an existing file", "under a file", "an unwritable folder", "in an unwritable folder"]
+)
+def test_a_bad_out_is_refused_before_anything_is_sent(
+    case: str,
+    counting_service: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    out = {
+        "an existing file": afile,
+        "under a file": afile / "sub" / "out",
+        "an unwritable folder": locked,
+        "in an unwritable folder": locked / "out",
+    }[case]
+    if "unwritable" in case:
+        _unwritable(locked, monkeypatch)
+    try:
+        code = main(["load", "--out", str(out), "--no-progress"])
+    finally:
+        locked.chmod(0o755)
+    err = capsys.readouterr().err
+    assert code == 1 and counting_service == []
+    assert err.count("\n") == 1 and "--out" in err and "Traceback" not in err
+    assert afile.read_text() == "x" and list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize("flag", ["--ids-file", "--env-file"])
+def test_an_input_file_that_is_not_utf8_is_one_line_naming_it(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("TOOLKIT_API_SECRET=s\u00e9cret-value\n".encode("latin-1"))
+    code = main(["load", flag, str(path), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{flag} {path}: not UTF-8 text" in err
+    assert "cret-value" not in err  # the env file's secret is never shown
+    assert not (tmp_path / "out").exists()

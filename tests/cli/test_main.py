@@ -96,3 +96,42 @@ def test_bad_arguments_are_refused_before_anything_runs(
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--wait", "nan"],
+        ["doctor", "--wait", "-1"],
+        ["doctor", "--wait", "inf"],
+        ["report", "--orders", "o", "--out", "r.html", "--max-quote-age", "-5"],
+        ["report", "--orders", "o", "--out", "r.html", "--max-quote-age", "NaN"],
+        ["report", "--orders", "o", "--market", "m", "--out", "r.html", "--max-quote-age", "inf"],
+        ["report", "--orders", "o", "--market", "m", "--out", "r.html", "--max-quote-age", "nan"],
+        ["demo", "--seconds", "nan"],
+        ["demo", "--seconds", "-1"],
+        ["demo", "--seconds", "infinity"],
+        ["demo", "--history", "-1"],
+        ["demo", "--out", ""],
+    ],
+)
+def test_meaningless_values_are_refused_when_the_arguments_are_read(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Parsing alone refuses them: nothing runs, even without the service or the data."""
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"argument {argv[-2]}:" in err and "Traceback" not in err
+
+
+def test_sensible_values_still_parse() -> None:
+    parse = build_parser().parse_args
+    assert parse(["doctor", "--wait", "0"]).wait == 0.0
+    assert parse(["doctor"]).wait == 10.0
+    report = ["report", "--orders", "o", "--out", "r.html"]
+    assert parse([*report, "--max-quote-age", "2.5"]).max_quote_age == 2.5
+    assert parse(report).max_quote_age == 60.0
+    demo = parse(["demo", "--seconds", "0", "--history", "0", "--seed", "-3"])
+    assert (demo.seconds, demo.history, demo.seed) == (0.0, 0, -3)
+    assert str(parse(["demo"]).out) == "out/demo"

@@ -67,3 +67,38 @@ def test_report_command_errors_clearly(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["report", "--orders", str(tmp_path), "--out", str(out)]) == 1
     assert "no orders.parquet" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "case"),
+    [
+        ("--out", "a folder"),
+        ("--out", "under a file"),
+        ("--tables", "a file"),
+        ("--tables", "under a file"),
+        ("--tables", "the --out file"),
+    ],
+)
+def test_both_outputs_are_checked_before_anything_is_written(
+    export_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, case: str
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    out, tables = tmp_path / "r.html", tmp_path / "tables"
+    bad = {
+        "a folder": tmp_path,
+        "a file": afile,
+        "under a file": afile / "sub" / "x",
+        "the --out file": out / "tables",
+    }[case]
+    if flag == "--out":
+        out = bad
+    else:
+        tables = bad
+    argv = ["report", "--orders", str(export_dir), "--out", str(out), "--tables", str(tables)]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"toolkit report: error: {flag}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing written
+    assert afile.read_text() == "x"

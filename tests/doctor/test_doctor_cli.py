@@ -102,6 +102,26 @@ def test_mistakes_are_one_line(
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("case", ["a folder", "in a missing folder", "under a file"])
+def test_a_bad_write_profile_is_refused_before_the_checks(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, case: str
+) -> None:
+    # the base address answers nothing: reaching it would say "no answer from"
+    clean_env.setenv("TOOLKIT_BASE_URL", "http://127.0.0.1:9")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    target = {
+        "a folder": tmp_path,
+        "in a missing folder": tmp_path / "nope" / "p.toml",
+        "under a file": afile / "p.toml",
+    }[case]
+    code = main(["doctor", "--write-profile", str(target)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"toolkit doctor: error: --write-profile {target}")
+    assert "no answer" not in err and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_doctor_is_a_listed_command(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["doctor", "--help"])

@@ -1,9 +1,11 @@
 """The connection options shared by the commands that talk to the service (``load``,
-``record``, ``doctor``): the flags, an optional env file, and the client built from them."""
+``record``, ``doctor``): the flags, an optional env file, and the client built from them;
+and the argument types and output checks every command shares."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,6 +53,30 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def seconds_arg(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (``nan``, ``inf`` and negative
+    values are refused when the arguments are read, not met later as a traceback or a
+    silently odd result)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds (a finite number >= 0), got {text!r}")
+    return value
+
+
 def path_arg(text: str) -> Path:
     """An argparse type: a non-empty path (an empty one would silently mean the current
     directory)."""
@@ -59,10 +85,59 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def check_output_dir(path: Path, flag: str) -> Path:
+    """``path`` as the folder an export goes to, or ``InvalidRequest`` naming ``flag``
+    before anything is sent or written: not an existing file, and either a folder this
+    process may write in or a new one that can be made in a writable folder (a part of the
+    path that is a file is refused). Creates nothing."""
+    from toolkit.frames._frames import _export_dir
+
+    try:
+        root = _export_dir(path)
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{flag} {exc}") from None
+    _check_writable_folder(root, flag, path)
+    return root
+
+
+def check_output_file(path: Path, flag: str, *, make_parents: bool = True) -> Path:
+    """``path`` as a file to write (whole, by renaming a temporary file beside it), or
+    ``InvalidRequest`` naming ``flag`` before anything is sent or written: not an existing
+    folder, and its folder writable (or, with ``make_parents``, one that can be made in a
+    writable folder). Creates nothing."""
+    if path.is_dir():
+        raise InvalidRequest(f"{flag} {path} is a folder; give a file name")
+    if not make_parents and not path.parent.is_dir():
+        raise InvalidRequest(f"{flag} {path}: {path.parent} is not a folder (none is made)")
+    _check_writable_folder(path.parent, flag, path)
+    return path
+
+
+def _check_writable_folder(folder: Path, flag: str, target: Path) -> None:
+    """The nearest existing part of ``folder`` (itself or a parent) is a folder this
+    process may create files in."""
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InvalidRequest(f"{flag} {target}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidRequest(
+            f"{flag} {target}: cannot write in {folder} (no permission, or a read-only file "
+            "system): choose a writable folder"
+        )
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
+    try:
+        content = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        # the file holds secrets: name the place, never the bytes (nor chain them)
+        raise InvalidRequest(
+            f"--env-file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
     values: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(content.splitlines(), 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from toolkit.cli._connect import non_negative_int, path_arg, seconds_arg
+
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -18,13 +20,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--out",
+        type=path_arg,
         default="out/demo",
         help="output folder (default out/demo); a previous demo run there is cleared",
     )
     parser.add_argument("--seed", type=int, default=7, help="simulator seed (default 7)")
-    parser.add_argument("--seconds", type=float, default=8.0, help="how long to record (default 8)")
     parser.add_argument(
-        "--history", type=int, default=2000, help="orders in the seeded history (default 2000)"
+        "--seconds", type=seconds_arg, default=8.0, help="how long to record (default 8)"
+    )
+    parser.add_argument(
+        "--history",
+        type=non_negative_int,
+        default=2000,
+        help="orders in the seeded history (default 2000)",
     )
     parser.set_defaults(func=_run)
 

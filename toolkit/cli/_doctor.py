@@ -14,7 +14,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from toolkit.cli._connect import add_connection_arguments, client_from_args
+from toolkit.cli._connect import (
+    add_connection_arguments,
+    check_output_file,
+    client_from_args,
+    seconds_arg,
+)
 from toolkit.cli._errors import describe
 from toolkit.errors import ToolkitError
 
@@ -36,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_connection_arguments(parser)
     parser.add_argument(
         "--wait",
-        type=float,
+        type=seconds_arg,
         default=10.0,
+        metavar="SECONDS",
         help="seconds to wait for the first payload of each channel (default 10)",
     )
     parser.set_defaults(func=run)
@@ -48,6 +54,9 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
     from toolkit.profile import dump_profile
 
     try:
+        if args.write_profile is not None:
+            # refused before the checks run, not after them
+            check_output_file(args.write_profile, "--write-profile", make_parents=False)
         with client_from_args(args, environ) as client:
             diagnosis = diagnose(client, payload_timeout=args.wait)
         print(diagnosis.to_text())

@@ -11,6 +11,7 @@ from pathlib import Path
 from toolkit.cli._connect import (
     ENV_HELP,
     add_connection_arguments,
+    check_output_dir,
     client_from_args,
     path_arg,
     positive_int,
@@ -53,14 +54,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def read_ids_file(path: Path) -> list[str]:
+    """The order ids of ``path``: one per line, blank lines and ``#`` comments skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"--ids-file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from exc
     return [
         line.strip()
-        for line in path.read_text(encoding="utf-8").splitlines()
+        for line in text.splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    # a bad --out is refused before the load (possibly many requests), not after it
+    check_output_dir(args.out, "--out")
     options: dict[str, object] = {}
     if args.profile_id:
         options["profile_id"] = args.profile_id

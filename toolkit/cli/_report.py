@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.cli._connect import path_arg
+from toolkit.cli._connect import check_output_dir, check_output_file, path_arg, seconds_arg
 
 FRAME_FILES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
 
@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-quote-age",
-        type=float,
+        type=seconds_arg,
         default=60.0,
         metavar="SECONDS",
         help="older tickers are not used as the price at a moment (default 60)",
@@ -78,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
     orders_dir = Path(args.orders)
     if not orders_dir.is_dir():
         raise InvalidRequest(f"--orders {orders_dir} is not a folder of exported frames")
+    # both outputs are checked before the report is built or anything is written
+    out = check_output_file(Path(args.out), "--out")
+    if args.tables:
+        tables = check_output_dir(Path(args.tables), "--tables")
+        # the page is a file: the tables' folder can be neither it nor inside it
+        if out.resolve() == tables.resolve() or out.resolve() in tables.resolve().parents:
+            raise InvalidRequest(f"--tables {tables} is the --out file or inside it")
     frames = load_frames(orders_dir)
     market = None
     if args.market:
@@ -87,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
         # the _session rows that say where the recording has gaps
         market = Path(args.market)
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)
-    out = Path(args.out)
     report.to_html(out)
     print(f"report: {out}  ({report.describe()})")
     if args.tables:
