@@ -52,13 +52,86 @@ def redact_url(url: object) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+#: JSON's two-character escapes (``\\/`` is PHP's and others' way of writing ``/``)
+_JSON_SHORT = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "/": "\\/",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def _hex(value: int, digits: int) -> str:
+    """A regex for ``value`` in hexadecimal, either case (``\\u003C`` and ``\\u003c``)."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{value:0{digits}x}")
+
+
+def _char_pattern(char: str) -> str:
+    """A regex matching one character of a secret as any common encoder writes it: JSON's
+    short escape, its ``\\uXXXX`` escape (``ensure_ascii``, Go's and PHP's HTML-safe
+    ``\\u003c``, surrogate pairs), URL percent-encoding (``quote``, ``quote_plus``), or as
+    is. Escaped forms come first, so a JSON ``\\\\`` is taken whole."""
+    forms: list[str] = []
+    if char in _JSON_SHORT:
+        forms.append(re.escape(_JSON_SHORT[char]))
+    units = char.encode("utf-16-be", "surrogatepass")
+    forms.append(
+        "".join(
+            r"\\u" + _hex(int.from_bytes(units[i : i + 2], "big"), 4)
+            for i in range(0, len(units), 2)
+        )
+    )
+    forms.append("".join("%" + _hex(b, 2) for b in char.encode("utf-8", "surrogatepass")))
+    if char == " ":
+        forms.append(r"\+")
+    forms.append(re.escape(char))
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _secret_pattern(secret: str) -> str:
+    """A regex matching ``secret`` as is and in every common encoding of it (JSON-escaped
+    with or without ``ensure_ascii``, ``\\/``, ``\\u003c``-style escapes, URL-quoted), so a
+    service that echoes a credential through its own encoder cannot carry it past us."""
+    return "".join(_char_pattern(c) for c in secret)
+
+
+def hide_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every value of ``secrets`` replaced by ``***``, as is and in every
+    common encoding of it: JSON-escaped (with or without ``ensure_ascii``, ``\\/``,
+    ``\\u003c``-style HTML-safe escapes in either case) and URL-quoted (``quote``,
+    ``quote_plus``). Values shorter than 4 characters are left alone: they would mangle
+    unrelated text, and real secrets are longer.
+
+    Parameters
+    ----------
+    text : str
+        The text to clean (an error body, a message, a log line).
+    secrets : iterable of str or None
+        The values to hide; ``None`` and empty values are skipped.
+
+    Returns
+    -------
+    str
+        ``text`` without any of the secrets.
+    """
+    known = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+    for secret in known:  # the longest first: one secret may contain another
+        text = re.sub(_secret_pattern(secret), _REDACTED, text)
+    return text
+
+
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every known secret value replaced, so a server that echoes a credential
-    back in an error body cannot leak it through our exceptions or logs."""
-    for secret in secrets:
-        # short values (e.g. a 2-char key) would mangle unrelated text; real secrets are longer
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, _REDACTED)
+    """``text`` with every known secret value replaced, as is or encoded (JSON-escaped,
+    URL-quoted: :func:`hide_secrets`), so a server that echoes a credential back in an error
+    body cannot leak it through our exceptions or logs; bearer values are hidden too.
+
+    Run it on the raw body *and* again on any text decoded from it: decoding can turn an
+    encoding no pattern foresaw back into the clear secret."""
+    text = hide_secrets(text, secrets)
     # bearer tokens we did not know about (e.g. from a custom auth) are hidden too
     return re.sub(r"(?i)(bearer\s+)[^\s\"',}]+", r"\1" + _REDACTED, text)
 
@@ -188,6 +261,7 @@ __all__ = [
     "ServiceUnavailable",
     "ToolkitError",
     "TransportError",
+    "hide_secrets",
     "redact_url",
     "scrub",
 ]

@@ -205,3 +205,13 @@ def test_without_credentials_requests_are_refused_clearly(sim: Simulator) -> Non
         pytest.raises(AuthenticationError, match="no credentials"),
     ):
         client.fetch_order(sim.control.order_ids()[0])
+
+
+def test_a_signin_url_httpx_refuses_is_refused_naming_signin_path(sim: Simulator) -> None:
+    # a newline (a multi-line TOML string) is a path httpx refuses to put in a URL; before,
+    # httpx.InvalidURL escaped the auth flow raw (a CLI traceback)
+    profile = sim.profile.replace({"signin.path": "/auth/sign\nin"})
+    with pytest.raises(InvalidRequest, match=r"sign-in URL .*signin\.path"):
+        TokenAuth("demo", "demo-secret", sim.base_url, profile=profile)
+    with pytest.raises(InvalidRequest, match=r"signin\.path"):
+        Client(sim.base_url, api_key="demo", api_secret="demo-secret", profile=profile)

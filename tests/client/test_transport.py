@@ -5,6 +5,7 @@ timeouts, bounded concurrency, error translation, one pool per loop."""
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 
 import httpx
@@ -14,6 +15,7 @@ from toolkit.client._client import Client
 from toolkit.client._transport import Attempt, Route, default_retry_policy, parse_retry_after
 from toolkit.errors import (
     BadRequest,
+    InvalidRequest,
     OrderNotFound,
     RateLimited,
     RouteNotActive,
@@ -209,3 +211,34 @@ def test_one_client_serves_several_loops(sim: Simulator) -> None:
         assert asyncio.run(client.afetch_order(order_id))["id"] == order_id
     assert client.fetch_order(order_id)["id"] == order_id  # and the private loop
     client.close()
+
+
+def test_a_route_url_httpx_refuses_is_an_invalid_request_naming_the_setting(
+    sim: Simulator,
+) -> None:
+    # a newline (a multi-line TOML string) is a path httpx refuses to put in a URL
+    profile = sim.profile.replace({"rest.fetch_order_path": "/orders/fetch\norder"})
+    with sim.client(profile=profile, max_retries=0) as client:
+        with pytest.raises(InvalidRequest, match=r"rest\.fetch_order_path and base_url"):
+            client.fetch_order(sim.control.order_ids()[0])
+        assert client.rest.sent == 0  # refused before anything was sent, sign-in included
+
+
+def test_a_body_that_cannot_be_encoded_is_an_invalid_request(sim: Simulator) -> None:
+    with sim.client() as client:
+        with pytest.raises(InvalidRequest, match="cannot build the request"):
+            asyncio.run(
+                client.rest.request(
+                    "POST", "/orders/limit/orders", route=Route.OTHER, json_body={"x": math.nan}
+                )
+            )
+        assert client.rest.sent == 0
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://127.0.0.1:80x", "http://127.0.0.1:99999", "http://[::1"]
+)
+def test_a_base_url_no_request_could_use_is_refused_at_once(base_url: str) -> None:
+    # before: accepted, then httpx.InvalidURL at the first request (or a raw ValueError)
+    with pytest.raises(InvalidRequest, match="base_url is not a valid URL"):
+        Client(base_url, api_key="demo", api_secret="demo-secret")

@@ -103,6 +103,19 @@ def test_replace_by_dotted_name_and_diff() -> None:
         ({"listing.active_statuses": ["open"]}, "statuses"),
         ({"signin.bad_credentials_statuses": [True]}, "signin.bad_credentials_statuses"),
         ({"stream.subscribed_text_no_symbol": "ok"}, "stream.subscribed_text_no_symbol"),
+        # a route is joined to base_url as is: "auth/signin" would give host:8765auth
+        ({"signin.path": "auth/signin"}, "signin.path must start with '/'"),
+        ({"rest.fetch_order_path": "orders/fetchOrder"}, "rest.fetch_order_path must start"),
+        ({"rest.limit_orders_path": ""}, "rest.limit_orders_path must start"),
+        ({"rest.batch_cancel_path": "/cancel?all=1"}, "rest.batch_cancel_path must be a path"),
+        ({"rest.fetch_order_path": "/orders#x"}, "rest.fetch_order_path must be a path"),
+        ({"rest.cancel_path": "orders/{order_id}/cancel"}, "rest.cancel_path must start"),
+        # str.format would raise KeyError/IndexError/ValueError at the first cancel
+        ({"rest.cancel_path": "/o/{order_id}/cancel/{orderId}"}, "rest.cancel_path"),
+        ({"rest.cancel_path": "/o/{order_id}/{}"}, "rest.cancel_path"),
+        ({"rest.cancel_path": "/o/{order_id}}"}, "rest.cancel_path"),
+        ({"rest.cancel_path": "/o/{order_id!r}"}, "rest.cancel_path"),
+        ({"rest.cancel_path": "/o/{order_id.x}"}, "rest.cancel_path"),
     ],
 )
 def test_bad_settings_name_the_setting(changes: dict[str, object], names: str) -> None:
@@ -135,6 +148,61 @@ def test_dumps_is_valid_toml_for_awkward_strings() -> None:
 
     p = DEFAULT_PROFILE.replace({"stream.keepalive_reply_value": 'a "quoted"\\ \u00e9 value'})
     assert ServiceProfile.from_dict(tomllib.loads(dumps_profile(p))) == p
+
+
+def test_route_paths_that_format_cleanly_are_accepted() -> None:
+    p = DEFAULT_PROFILE.replace(
+        {"rest.cancel_path": "/o/{{literal}}/{order_id}/cancel", "signin.path": "/v2/session"}
+    )
+    assert p.rest.cancel_path.format(order_id="a") == "/o/{literal}/a/cancel"
+
+
+AWKWARD = "pong\x7f \x1b[31m \x00\x01\x1f \x85\x9f \u2028 \t end"
+
+
+def test_dumps_escapes_control_characters_and_del() -> None:
+    import tomllib
+
+    p = DEFAULT_PROFILE.replace({"stream.keepalive_reply_value": AWKWARD, "name": "n\x7f"})
+    text = dumps_profile(p)
+    assert "\x7f" not in text and "\x1b" not in text and "\x85" not in text
+    assert ServiceProfile.from_dict(tomllib.loads(text)) == p
+
+
+def test_comments_with_control_characters_load_back(tmp_path: Path) -> None:
+    notes = {"listing.id_field": "doctor: observed; fields: \x1b[31mid\x7f\x00\nnext\x85line\x9b"}
+    path = dump_profile(DEFAULT_PROFILE, tmp_path / "p.toml", comments=notes)
+    assert load_profile(path) == DEFAULT_PROFILE
+    assert "# doctor: observed; fields: \\u001B[31mid\\u007F\\u0000" in path.read_text()
+
+
+def test_a_value_toml_cannot_hold_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    p = DEFAULT_PROFILE.replace({"stream.keepalive_reply_value": "pong\ud800"})
+    with pytest.raises(InvalidRequest, match=r"stream\.keepalive_reply_value: a lone surrogate"):
+        dump_profile(p, tmp_path / "p.toml")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dump_refuses_text_that_would_not_load_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.profile import _toml
+
+    target = tmp_path / "p.toml"
+    target.write_text("kept = 1\n")
+    good = _toml.dumps_profile
+    monkeypatch.setattr(_toml, "dumps_profile", lambda p, **kw: good(p, **kw) + "bad\x7f\n")
+    with pytest.raises(InvalidRequest, match="would not be valid TOML"):
+        dump_profile(DEFAULT_PROFILE, target)
+    monkeypatch.setattr(
+        _toml, "dumps_profile", lambda p, **kw: good(p, **kw).replace('"orderId"', '"id"')
+    )
+    with pytest.raises(
+        InvalidRequest, match=r"would not read back the same: rest\.fetch_order_param"
+    ):
+        dump_profile(DEFAULT_PROFILE, target)
+    assert target.read_text() == "kept = 1\n"  # the file before stays whole
+    assert [p.name for p in tmp_path.iterdir()] == ["p.toml"]
 
 
 def test_get_path() -> None:

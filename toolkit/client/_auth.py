@@ -22,6 +22,7 @@ from toolkit.errors import (
     InvalidResponse,
     ServiceError,
     ToolkitError,
+    redact_url,
     scrub,
 )
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, Signin, get_path
@@ -68,6 +69,13 @@ class TokenAuth(httpx.Auth):
         self._api_secret = api_secret
         self._signin = profile.signin
         self._signin_url = base_url.rstrip("/") + profile.signin.path
+        try:
+            httpx.URL(self._signin_url)  # what signin_request() will build: refused now
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise InvalidRequest(
+                f"cannot build the sign-in URL {redact_url(self._signin_url)!r} ({exc}); check "
+                "the profile's signin.path and base_url"
+            ) from None
         self._header = profile.rest.auth_header
         self._scheme = profile.rest.auth_scheme
         self._renew_margin_s = renew_margin_s
@@ -153,7 +161,7 @@ class TokenAuth(httpx.Auth):
             raise InvalidResponse(
                 f"sign-in answer has no token at signin.token_field "
                 f"({self._signin.token_field!r}); the answer's fields: "
-                f"{', '.join(field_names(payload)) or '(none)'}",
+                f"{scrub(', '.join(field_names(payload)), self.secrets) or '(none)'}",
                 **where,
             )
         if not isinstance(token, str) or not token:

@@ -273,7 +273,11 @@ def derive_ws_url(base_url: str) -> str:
 def _check_url(url: object, schemes: tuple[str, ...], name: str) -> str:
     if not isinstance(url, str) or not url.strip():
         raise InvalidRequest(f"{name} is required")
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is no number or too big
+    except ValueError as exc:
+        raise InvalidRequest(f"{name} is not a valid URL ({exc}): {redact_url(url)!r}") from None
     if parts.scheme not in schemes or not parts.netloc:
         raise InvalidRequest(
             f"{name} must be an absolute {'/'.join(schemes)} URL, not {redact_url(url)!r}"

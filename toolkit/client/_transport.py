@@ -23,6 +23,7 @@ from toolkit.errors import (
     AuthenticationError,
     BadRequest,
     Conflict,
+    InvalidRequest,
     InvalidResponse,
     OrderNotFound,
     PermissionDenied,
@@ -54,6 +55,23 @@ class Route(StrEnum):
     BATCH_CANCEL = "batch cancel limit orders"
     OTHER = "other"
 
+
+#: the profile setting that holds each route's path (named when a request cannot be built)
+PATH_SETTINGS: dict[Route, str] = {
+    Route.SIGNIN: "signin.path",
+    Route.FETCH_ORDER: "rest.fetch_order_path",
+    Route.LIST_LIMIT: "rest.limit_orders_path",
+    Route.CREATE_LIMIT: "rest.limit_orders_path",
+    Route.CANCEL_LIMIT: "rest.cancel_path",
+    Route.BATCH_CANCEL: "rest.batch_cancel_path",
+}
+
+#: where a success response keeps the scrubber of the client that received it, so that
+#: :func:`decode_json` can hide the secrets in the body it quotes
+SCRUB_EXTENSION = "toolkit.scrub"
+#: how much of a body is scrubbed and quoted: more than an error keeps (2000), so a secret
+#: across the cut is still hidden whole
+_SCRUB_WINDOW = 8000
 
 #: routes published ahead of activation (spec 9): 404 on them means "not active here"
 LIMIT_ROUTES = frozenset({Route.LIST_LIMIT, Route.CREATE_LIMIT, Route.BATCH_CANCEL})
@@ -257,6 +275,11 @@ class AsyncRest:
                 loop.run_until_complete(pool.aclose())
         return pending
 
+    def scrub(self, text: str) -> str:
+        """``text`` without this client's secrets (API secret and key, token), as is or
+        encoded, nor bearer values."""
+        return scrub(text, self._secrets())
+
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
         cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
@@ -343,11 +366,11 @@ class AsyncRest:
         pool = await self._pool()
         attempt = 0
         while True:
+            request = self._build(pool, method, url, route, params, json_body)
             started = time.perf_counter()
             try:
                 async with self._gate() as report, pool.semaphore:  # hook (issue 14)
                     self.sent += 1
-                    request = pool.client.build_request(method, url, params=params, json=json_body)
                     response = await self._exchange(pool, request)
                     report(response.status_code, response.headers)
             except ToolkitError:
@@ -374,6 +397,7 @@ class AsyncRest:
                 "%s %s -> %d in %.3fs", method, redact_url(response.request.url), status, elapsed
             )
             if response.is_success:
+                response.extensions[SCRUB_EXTENSION] = self.scrub
                 return response
             failure = Attempt(method, idempotent, attempt, status, None)
             if attempt < self.settings.max_retries and self._retry_policy(failure):
@@ -393,6 +417,33 @@ class AsyncRest:
                 continue
             raise self.error(response, route, retries=attempt)
 
+    def _build(
+        self,
+        pool: _Pool,
+        method: str,
+        url: str,
+        route: Route,
+        params: Mapping[str, str] | None,
+        json_body: Any,
+    ) -> httpx.Request:
+        """The request to send, or InvalidRequest (nothing sent) when it cannot be built:
+        a URL httpx refuses names the profile setting of the route's path."""
+        try:
+            return pool.client.build_request(method, url, params=params, json=json_body)
+        except httpx.InvalidURL as exc:
+            setting = PATH_SETTINGS.get(route, "route path")
+            raise InvalidRequest(
+                f"{route.value}: cannot build the URL {redact_url(url)!r} "
+                f"({self.scrub(str(exc))}); check the profile's {setting} and base_url",
+                method=method,
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(
+                f"{route.value}: cannot build the request ({self.scrub(str(exc))})",
+                method=method,
+                url=url,
+            ) from None
+
     def _gate(self) -> Any:
         # hook (issue 14): the installed limiter's slot, or a no-op
         return self.gate.slot() if self.gate is not None else _NO_GATE
@@ -406,14 +457,16 @@ class AsyncRest:
         request = response.request
         method = request.method
         status = response.status_code
-        body = scrub(response.text, self._secrets())
+        text = response.text
+        body = self.scrub(text[:_SCRUB_WINDOW])  # the error keeps less than this
         kwargs: dict[str, Any] = {
             "method": method,
             "url": request.url,
             "status": status,
             "body": body,
         }
-        detail = _message_of(body, self.settings.profile.rest.error_message_field)
+        # decoding turns an escaped secret back into the clear one: scrub what it gives too
+        detail = self.scrub(_message_of(text, self.settings.profile.rest.error_message_field))
         suffix = f": {detail}" if detail else ""
         tried = f" after {retries} retries" if retries else ""
         if status == 404 and route in LIMIT_ROUTES:
@@ -449,16 +502,19 @@ class AsyncRest:
 
 def decode_json(response: httpx.Response, *, order_id: str | None = None) -> Any:
     """The JSON body of a success response (nesting bounded by ``MAX_JSON_DEPTH``), or
-    InvalidResponse saying what the body was."""
+    InvalidResponse saying what the body was (without the client's secrets)."""
     try:
         return loads_bounded(response.content)
     except JsonShapeError as exc:
+        clean: Callable[[str], str] = response.extensions.get(
+            SCRUB_EXTENSION, lambda text: scrub(text, ())
+        )
         raise InvalidResponse(
             f"response body is {exc}" if str(exc) == "empty body" else f"response body: {exc}",
             method=response.request.method,
             url=response.request.url,
             status=response.status_code,
-            body=response.text[:200],
+            body=clean(response.text[:_SCRUB_WINDOW])[:200],
             order_id=order_id,
         ) from exc
 

@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolkit.errors import hide_secrets
 from toolkit.profile import ServiceProfile
+from toolkit.profile._toml import toml_string
 
 Status = Literal["match", "differs", "unknown"]
 
 
 class Redactor:
-    """Replaces every secret (token, API secret, the deliberately wrong ones) in a text."""
+    """Replaces every secret (token, API secret, the deliberately wrong ones) in a text, as
+    is or in any common encoding (JSON-escaped, URL-quoted: a service's error body echoes
+    what it was sent through its own encoder)."""
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         self._secrets: list[str] = []
@@ -28,9 +31,7 @@ class Redactor:
             self._secrets.sort(key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
-        for s in self._secrets:
-            text = text.replace(s, "***")
-        return text
+        return hide_secrets(text, self._secrets)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -47,7 +48,10 @@ def _toml(value: Any) -> str:
         return repr(value)
     if isinstance(value, tuple | list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    try:
+        return toml_string(str(value))
+    except ValueError:  # a lone surrogate: shown, never written (dump_profile refuses it)
+        return repr(str(value))
 
 
 def _show(value: Any) -> str:

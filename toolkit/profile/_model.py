@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -379,8 +380,10 @@ def _check(p: ServiceProfile) -> None:
             f"profile listing statuses must be among {', '.join(_LIMIT_ALL)}: "
             f"{sorted(statuses - set(_LIMIT_ALL))}"
         )
-    if "{order_id}" not in p.rest.cancel_path:
-        raise InvalidRequest("profile rest.cancel_path must contain {order_id}")
+    for dotted, value in p.settings():
+        if dotted.endswith("path") and isinstance(value, str):
+            _check_path(dotted, value)
+    _check_cancel_path(p.rest.cancel_path)
     for dotted in ("stream.subscribed_text", "stream.unsubscribed_text"):
         if "{channel}" not in p.get(dotted) or "{symbol}" not in p.get(dotted):
             raise InvalidRequest(f"profile {dotted} must contain {{channel}} and {{symbol}}")
@@ -402,6 +405,31 @@ def _check(p: ServiceProfile) -> None:
     ):
         if not p.get(dotted):
             raise InvalidRequest(f"profile {dotted} must not be empty")
+
+
+def _check_path(dotted: str, path: str) -> None:
+    """A route setting is joined to ``base_url`` as is: it must be an absolute path."""
+    if not path.startswith("/"):
+        raise InvalidRequest(f"profile {dotted} must start with '/', not {path!r}")
+    if "?" in path or "#" in path:
+        raise InvalidRequest(
+            f"profile {dotted} must be a path without a query or fragment ('?', '#'): {path!r}"
+        )
+
+
+def _check_cancel_path(path: str) -> None:
+    """``rest.cancel_path`` is formatted with the order id: ``{order_id}`` must be its one
+    field (no other name, conversion or format spec), and its braces balanced."""
+    bad = "profile rest.cancel_path must contain {order_id} as its only {...} field"
+    try:
+        fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(path)]
+    except ValueError as exc:
+        raise InvalidRequest(
+            f"{bad} ({exc}; write a literal brace as {{{{ or }}}}): {path!r}"
+        ) from None
+    named = [(f, conv, spec) for f, conv, spec in fields if f is not None]
+    if not named or any(f != "order_id" or conv or spec for f, conv, spec in named):
+        raise InvalidRequest(f"{bad}: {path!r}")
 
 
 DEFAULT_PROFILE = ServiceProfile()

@@ -3,7 +3,6 @@ profile has), and the path given by ``TOOLKIT_PROFILE``."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tomllib
@@ -36,33 +35,83 @@ def profile_from_env(environ: Mapping[str, str] | None = None) -> ServiceProfile
     return load_profile(path) if path else DEFAULT_PROFILE
 
 
-def _value(v: Any) -> str:
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+
+
+def _is_control(char: str) -> bool:
+    """C0 and C1 control characters and DEL: TOML forbids most of them raw."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quotes and backslashes escaped, every C0/C1 control
+    character and DEL as ``\\uXXXX`` (a JSON string is not always valid TOML: DEL).
+    InvalidRequest for a lone surrogate, which no TOML file (UTF-8) can hold."""
+    out: list[str] = []
+    for char in text:
+        if char in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[char])
+        elif _is_control(char):
+            out.append(f"\\u{ord(char):04X}")
+        elif 0xD800 <= ord(char) <= 0xDFFF:
+            raise InvalidRequest(f"a lone surrogate (U+{ord(char):04X}) cannot be written")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _comment(line: str) -> str:
+    """One line of a note made safe for a TOML comment: control characters (but tab) and
+    lone surrogates shown as ``\\uXXXX`` text."""
+    unsafe = [c for c in line if (_is_control(c) and c != "\t") or 0xD800 <= ord(c) <= 0xDFFF]
+    for c in set(unsafe):
+        line = line.replace(c, f"\\u{ord(c):04X}")
+    return line
+
+
+def _value(v: Any, where: str) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
         if not math.isfinite(v):
-            raise InvalidRequest(f"a profile number must be finite, not {v}")
+            raise InvalidRequest(f"profile {where}: a number must be finite, not {v}")
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)  # a JSON string is a TOML basic string
+        try:
+            return toml_string(v)
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"profile {where}: {exc}") from None
     if isinstance(v, list | tuple):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise InvalidRequest(f"cannot write {v!r} to a profile")
+        return "[" + ", ".join(_value(x, where) for x in v) + "]"
+    raise InvalidRequest(f"profile {where}: cannot write {v!r} to a profile")
 
 
 def dumps_profile(profile: ServiceProfile, *, comments: Mapping[str, str] | None = None) -> str:
-    """The profile as TOML text; ``comments`` (dotted name -> text) go above a setting."""
+    """The profile as TOML text; ``comments`` (dotted name -> text) go above a setting.
+
+    Strings are escaped as TOML requires (control characters and DEL as ``\\uXXXX``);
+    control characters in a comment are shown as ``\\uXXXX`` text.
+    """
     data = profile.to_dict()
-    lines = [f"name = {_value(data.pop('name'))}"]
+    lines = [f"name = {_value(data.pop('name'), 'name')}"]
     for section, table in data.items():
         lines += ["", f"[{section}]"]
         for key, value in table.items():
             note = (comments or {}).get(f"{section}.{key}")
             if note:
-                lines += [f"# {line}" for line in note.splitlines()]
-            lines.append(f"{key} = {_value(value)}")
+                lines += [f"# {_comment(line)}" for line in note.splitlines()]
+            lines.append(f"{key} = {_value(value, f'{section}.{key}')}")
     return "\n".join(lines) + "\n"
 
 
@@ -72,11 +121,20 @@ def dump_profile(
     *,
     comments: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write ``profile`` to ``path`` whole or not at all (temporary file, fsync, rename)."""
+    """Write ``profile`` to ``path`` whole or not at all (temporary file, fsync, rename).
+    The text is read back before the rename: a file :func:`load_profile` would refuse is
+    never written (InvalidRequest instead)."""
     target = Path(path)
     if not str(path).strip() or target.is_dir():
         raise InvalidRequest(f"profile path must name a file, not {str(path)!r}")
     text = dumps_profile(profile, comments=comments)
+    try:
+        again = ServiceProfile.from_dict(tomllib.loads(text), source=str(target))
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRequest(f"profile for {target} would not be valid TOML: {exc}") from None
+    if again.to_dict() != profile.to_dict():
+        changed = ", ".join(k for k, _a, _b in profile.diff(again)) or "name"
+        raise InvalidRequest(f"profile for {target} would not read back the same: {changed}")
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
