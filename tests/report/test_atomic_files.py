@@ -124,3 +124,27 @@ def test_figures_are_written_as_one_set(
     assert names == sorted([MANIFEST, *(f"{n}.png" for n in report.figures)])
     for name in report.figures:
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_html_write_never_sets_the_umask_to_zero(
+    report: ExecutionReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # os.umask(0), even for an instant, makes every file another thread creates then
+    # world-writable: the page's permissions come from toolkit._atomic instead
+    real_umask = os.umask
+    masks: list[int] = []
+
+    def umask(mask: int) -> int:
+        masks.append(mask)
+        return real_umask(mask)
+
+    monkeypatch.setattr(os, "umask", umask)
+    target = tmp_path / "report.html"
+    previous = real_umask(0o027)
+    try:
+        report.to_html(target, figures=False)
+        mode = target.stat().st_mode & 0o777
+    finally:
+        real_umask(previous)
+    assert 0 not in masks
+    assert mode == 0o640  # what a plain open() gives under that umask

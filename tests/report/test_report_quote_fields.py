@@ -4,6 +4,7 @@ without the mapped columns says so loudly instead of reporting 0 of N."""
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -67,3 +68,45 @@ def test_frames_without_the_mapped_columns_warn_with_the_setting() -> None:
     assert len(row) == 1 and "orders.quote_venue_field" in row["detail"].iloc[0]
     assert report["per_order"]["quote_slippage_bp"].isna().all()
     assert report["contingencies"].empty
+
+
+def _report_warning(frames: OrderFrames, pattern: str):  # type: ignore[no-untyped-def]
+    """The report and every warning it gave, one of which matches ``pattern``."""
+    with pytest.warns(RuntimeWarning) as caught:
+        report = execution_report(frames)
+    messages = [str(w.message) for w in caught]
+    assert any(re.search(pattern, m) for m in messages), messages
+    return report, messages
+
+
+def test_a_misnamed_reason_field_is_named_not_read_as_clean_quotes() -> None:
+    # the service calls the reason "why"; the default profile says "reason": the excluded
+    # venueC (98, the cheapest) would silently become the best clean quote
+    body = order()
+    body["evaluatedTickers"][2]["why"] = body["evaluatedTickers"][2].pop("reason")
+    frames = build_frames([body])
+    assert frames.evaluated_tickers["why"].notna().sum() == 1
+    report, messages = _report_warning(frames, r"orders\.quote_reason_field")
+    [text] = messages
+    assert "why (1 quote(s))" in text and "orders.quote_time_field" in text
+    checks = report["data_checks"]
+    [detail] = checks.loc[checks["check"] == "evaluatedTickers unknown fields", "detail"]
+    assert detail == text and "'reason'" in detail
+
+
+def test_a_misnamed_time_field_is_named_not_an_empty_quote_age() -> None:
+    # the profile says "ts", the service sends "quotedAt": no quote has a time
+    body = order(names=ALT)
+    for q in body["evaluatedTickers"]:
+        q["quotedAt"] = q.pop("ts")
+    frames = build_frames([body], profile=ALT)
+    report, messages = _report_warning(frames, r"orders\.quote_time_field = 'ts'")
+    assert len(messages) == 2  # quotedAt is unknown, and ts holds no value
+    assert any("quotedAt (3 quote(s))" in m for m in messages)
+    checks = report["data_checks"]
+    assert set(checks["check"]) == {
+        "evaluatedTickers unknown fields",
+        "evaluatedTickers quote time",
+    }
+    assert report["quote_age"].empty
+    assert report["per_order"]["quote_slippage_bp"].notna().all()  # the rest still reads

@@ -193,6 +193,13 @@ def test_status_case_knob(fresh_sim: Simulator, fresh_http: httpx.Client) -> Non
     order_id = create_limit_id(fresh_http)
     fresh_sim.control.advance(order_id, "CLOSED")
     assert order_status(fresh_http, order_id) == "CLOSED"
+    # the knob is the case of limit statuses (3.2: not shown); market ones are lowercase (3.1)
+    market = fresh_sim.control.market_order(symbol="BTC/BRL", side="buy", quoteAmount="100")
+    assert order_status(fresh_http, market["id"]) == "closed"
+    pending = fresh_sim.control.market_order(
+        symbol="BTC/BRL", side="buy", quoteAmount="100", outcome="pending"
+    )
+    assert order_status(fresh_http, pending["id"]) == "pending"
     fresh_sim.control.set_knobs(status_case="lower")
     assert order_status(fresh_http, order_id) == "closed"
     assert order_status(fresh_http, create_limit_id(fresh_http)) == "open"

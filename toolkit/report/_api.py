@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit._atomic import atomic_files, atomic_write
+from toolkit._atomic import atomic_files, atomic_write_text
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
 from toolkit.report._market import read_market
@@ -110,8 +110,9 @@ class ExecutionReport:
         if path is not None:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            # whole or not at all: a reader never sees half a page
-            atomic_write(target, lambda tmp: _write_public(tmp, page))
+            # whole or not at all: a reader never sees half a page; the temporary file
+            # already has the permissions a plain open() gives (toolkit._atomic)
+            atomic_write_text(target, page)
         return page
 
     def _repr_html_(self) -> str:
@@ -185,15 +186,6 @@ class ExecutionReport:
         d = Path(directory)
         tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
         return cls(tables, title=title)
-
-
-def _write_public(tmp: Path, text: str) -> None:
-    """Write a page meant to be shared: the permissions a plain open() would give (the
-    temporary file of an atomic write is private to its owner)."""
-    tmp.write_text(text, encoding="utf-8")
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o666 & ~umask)
 
 
 def _table_names() -> list[str]:

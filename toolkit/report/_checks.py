@@ -1,11 +1,16 @@
-"""The data checks: orders whose average or quote amount disagree with their trades, negative
-times to execution, and slippage outliers (absolute, or in robust sigmas of the median)."""
+"""The data checks: orders whose side or status the report cannot read, orders whose average
+or quote amount disagree with their trades, negative times to execution, and slippage
+outliers (absolute, or in robust sigmas of the median)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from toolkit.protocol import LimitStatus, MarketStatus
 from toolkit.report._columns import _conform, _num, _text, empty
 from toolkit.report._definitions import (
     CHECK_TOLERANCE_BP,
@@ -24,21 +29,84 @@ CHECK_COLUMNS = {
 }
 
 
+class FieldProblem(NamedTuple):
+    """Orders whose ``side`` or ``status`` the report cannot read: the data_checks rows
+    (``rows`` of the per-order table, each with its ``detail``) and the warning."""
+
+    check: str
+    rows: pd.Series
+    detail: pd.Series
+    message: str
+
+
+def _values(v: pd.Series) -> str:
+    """The distinct values of ``v`` for a message (a few, each cut short)."""
+    seen = [str(x) for x in pd.unique(v)]
+    shown = ", ".join("missing" if not x else repr(x[:40]) for x in seen[:5])
+    return shown + (f" and {len(seen) - 5} more" if len(seen) > 5 else "")
+
+
+def order_field_problems(po: pd.DataFrame) -> list[FieldProblem]:
+    """Orders with a ``side`` other than buy/sell (spec 2.4), or a ``status`` that is none
+    of their type's (market: spec 3.1, limit: 3.2): no slippage figure counts them, so the
+    report says so instead of resting on fewer orders without a word."""
+    out: list[FieldProblem] = []
+    bad_side = po["sign"].isna()
+    if bad_side.any():
+        side = po.loc[bad_side, "side"]
+        out.append(
+            FieldProblem(
+                "side missing/unknown",
+                bad_side,
+                ("side " + side.map(repr) + " is not buy or sell").where(
+                    side != "", "side missing"
+                ),
+                f"{len(side)} order(s) have side missing or not buy/sell ({_values(side)}): "
+                "their slippage, routing gap and fees in bp are NaN, so every slippage "
+                "figure of the report leaves them out",
+            )
+        )
+    bad_status = po["outcome"] == "other"
+    if bad_status.any():
+        status = po.loc[bad_status, "status"]
+        limit = "a limit status (spec 3.2: " + ", ".join(LimitStatus) + ")"
+        market = "a market status (spec 3.1: " + ", ".join(m.lower() for m in MarketStatus) + ")"
+        known = pd.Series(market, index=status.index).where(
+            po.loc[bad_status, "type"] != "limit", limit
+        )
+        out.append(
+            FieldProblem(
+                "status missing/unknown",
+                bad_status,
+                ("status " + status.map(repr) + " is not " + known).where(
+                    status != "", "status missing"
+                ),
+                f"{len(status)} order(s) have status missing or not a status of their order "
+                f"type ({_values(status)}; market: spec 3.1, limit: spec 3.2): they count as "
+                "not executed, so every slippage figure of the report leaves them out",
+            )
+        )
+    return out
+
+
 def data_checks(
     po: pd.DataFrame,
     orders: pd.DataFrame,
     trades: pd.DataFrame | None,
     *,
-    quote_problem: str | None = None,
+    quote_problems: Sequence[tuple[str, str]] = (),
     duplicates: pd.Series | None = None,
 ) -> pd.DataFrame:
     """Orders whose numbers disagree with their trades, or whose slippage is an outlier;
-    ``quote_problem`` (the quotes could not be read) becomes a row of its own, and so
-    does each order id of ``duplicates`` (orderId -> rows dropped)."""
+    each of ``quote_problems`` ((check, detail): the quotes are misread) becomes a row of
+    its own, and so does each order id of ``duplicates`` (orderId -> rows dropped)."""
     if len(orders) and "id" in orders.columns and _text(orders, "id").duplicated().any():
         keep = _text(orders, "id")
         orders = orders[~keep.duplicated(keep="last")]
-    found: list[pd.DataFrame] = []
+    found: list[pd.DataFrame] = [
+        pd.DataFrame({"orderId": po.loc[p.rows, "orderId"], "check": p.check, "detail": p.detail})
+        for p in order_field_problems(po)
+    ]
     if duplicates is not None and len(duplicates):
         found.append(
             pd.DataFrame(
@@ -64,12 +132,9 @@ def data_checks(
                 }
             )
         )
-    if quote_problem:
-        found.append(
-            pd.DataFrame(
-                {"orderId": [""], "check": ["evaluatedTickers fields"], "detail": [quote_problem]}
-            )
-        )
+    if quote_problems:
+        names, details = zip(*quote_problems, strict=True)
+        found.append(pd.DataFrame({"orderId": "", "check": list(names), "detail": list(details)}))
     if trades is not None and len(trades) and "orderId" in trades.columns and len(orders):
         t = pd.DataFrame(
             {

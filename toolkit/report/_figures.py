@@ -274,5 +274,13 @@ FIGURES: dict[str, Callable[[Tables], Figure]] = {
 
 
 def all_figures(tables: Tables) -> dict[str, Figure]:
-    """Every figure of the report, by name."""
-    return {name: draw(tables) for name, draw in FIGURES.items()}
+    """Every figure of the report, by name.
+
+    Drawn with ``text.parse_math`` off: a venue, symbol or any label from the data is
+    plain text, never mathtext (``$\\foo$`` would crash the PNG, ``US$ 1 $2`` would turn
+    italic). Each text keeps that setting, so the figures render the same later.
+    """
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return {name: draw(tables) for name, draw in FIGURES.items()}

@@ -18,7 +18,7 @@ from toolkit.report._breakdowns import (
     summary,
     venues,
 )
-from toolkit.report._checks import CHECK_COLUMNS, data_checks
+from toolkit.report._checks import CHECK_COLUMNS, data_checks, order_field_problems
 from toolkit.report._columns import (
     NONE_LABEL,
     PER_ORDER_COLUMNS,
@@ -47,7 +47,7 @@ from toolkit.report._per_order import (
     deduplicate,
     per_order,
 )
-from toolkit.report._quotes import canonical_quotes, quote_problem
+from toolkit.report._quotes import canonical_quotes, quote_problems
 from toolkit.report._robust import Period, comparison, headline, robust, worst_orders
 from toolkit.report._routing import quote_age
 from toolkit.report._slippage import SLIPPAGE_COLUMNS, routing, slippage
@@ -100,9 +100,10 @@ def all_tables(
     d = deduplicate(frames)
     po = per_order(d, market, max_quote_age=max_quote_age)
     trades = d.trades
-    problem = quote_problem(frames)
-    if problem:
-        warnings.warn(problem, RuntimeWarning, stacklevel=3)
+    problems = quote_problems(frames)
+    messages = [m for _, m in problems] + [p.message for p in order_field_problems(po)]
+    for message in messages:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
     cont, reasons = contingencies(canonical_quotes(d))
     tte, buckets = time_to_execution(po)
     makers = maker_by_order(trades)
@@ -135,7 +136,7 @@ def all_tables(
         "comparison": comparison(po, compare),
         "breakdown": breakdown(po),
         "data_checks": data_checks(
-            po, d.orders, trades, quote_problem=problem, duplicates=d.duplicate_orders
+            po, d.orders, trades, quote_problems=problems, duplicates=d.duplicate_orders
         ),
         "per_order": po,
     }

@@ -1,6 +1,6 @@
 """The quotes of ``evaluatedTickers`` under the report's own names (exchange, price, reason),
 read through the field names the frames were built with (``OrderFrames.quote_fields``, from
-the profile's ``orders.quote_*_field``), and the loud message when those columns are absent."""
+the profile's ``orders.quote_*_field``), and the loud messages when they do not fit the data."""
 
 from __future__ import annotations
 
@@ -35,21 +35,62 @@ def missing_quote_fields(et: pd.DataFrame | None, fields: QuoteFields) -> list[s
     return [m for m in _NEEDED if not _has_values(et, getattr(fields, m))]
 
 
-def quote_problem(frames: Any) -> str | None:
-    """One sentence naming the settings to change when the quotes cannot be read, else None."""
+#: data_checks names of the quote problems
+MISSING_CHECK = "evaluatedTickers fields"
+UNKNOWN_CHECK = "evaluatedTickers unknown fields"
+NO_TIME_CHECK = "evaluatedTickers quote time"
+
+
+def quote_problems(frames: Any) -> list[tuple[str, str]]:
+    """(data_checks name, one sentence naming the settings to change) of each way the
+    quotes are misread, or []: the needed columns absent (nothing else is then said),
+    element fields no ``orders.quote_*_field`` names (a misnamed reason makes every quote
+    clean), and no quote time in any element (an empty quote-age table)."""
     et = getattr(frames, "evaluated_tickers", None)
+    if et is None or len(et) == 0:
+        return []
     fields = quote_fields_of(frames)
     missing = missing_quote_fields(et, fields)
-    if not missing or et is None:
-        return None
-    wanted = ", ".join(f"{QuoteFields.SETTINGS[m]} = {getattr(fields, m)!r}" for m in missing)
+    named = {"orderId", "rank", *fields.to_dict().values()}
     found = [c for c in et.columns if c not in ("orderId", "rank") and _has_values(et, c)]
-    return (
-        f"evaluated_tickers has {len(et)} quote(s) but no value under {wanted}; the "
-        f"columns with values are {', '.join(found) or '(none)'}: set the profile's "
-        "orders.quote_*_field settings to the service's names (toolkit doctor observes "
-        "them); quote slippage, best-quote routing and contingencies are left out"
-    )
+    if missing:
+        wanted = ", ".join(f"{QuoteFields.SETTINGS[m]} = {getattr(fields, m)!r}" for m in missing)
+        return [
+            (
+                MISSING_CHECK,
+                f"evaluated_tickers has {len(et)} quote(s) but no value under {wanted}; the "
+                f"columns with values are {', '.join(found) or '(none)'}: set the profile's "
+                "orders.quote_*_field settings to the service's names (toolkit doctor "
+                "observes them); quote slippage, best-quote routing and contingencies are "
+                "left out",
+            )
+        ]
+    out: list[tuple[str, str]] = []
+    unknown = [c for c in found if c not in named]
+    if unknown:
+        counts = ", ".join(f"{c} ({int(et[c].notna().sum())} quote(s))" for c in unknown)
+        out.append(
+            (
+                UNKNOWN_CHECK,
+                f"evaluatedTickers elements carry field(s) no orders.quote_*_field setting "
+                f"names: {counts}; if one is the service's contingency reason or quote time, "
+                f"set {QuoteFields.SETTINGS['reason']} (now {fields.reason!r}) or "
+                f"{QuoteFields.SETTINGS['time']} (now {fields.time!r}) to it (toolkit doctor "
+                "observes them): a misnamed reason makes every quote count as clean (best "
+                "clean quote, routing gap, contingencies), a misnamed time empties quote_age",
+            )
+        )
+    if not _has_values(et, fields.time):
+        out.append(
+            (
+                NO_TIME_CHECK,
+                f"none of the {len(et)} evaluatedTickers element(s) has a value under "
+                f"{QuoteFields.SETTINGS['time']} = {fields.time!r}: quote ages are left out "
+                "and the quote_age table is empty; set it to the service's name for the "
+                "quote time (toolkit doctor observes it)",
+            )
+        )
+    return out
 
 
 def canonical_quotes(frames: Any) -> pd.DataFrame | None:

@@ -172,11 +172,14 @@ class Order:
 
 
 def display_status(order_type: str, status: str, case: StatusCase) -> str:
-    """The status as a notification or fetchOrder shows it (knob ``status_case``)."""
-    if case == "upper":
-        return status
-    if case == "lower" or order_type != "limit" or status == "CLOSED":
+    """The status as a notification or fetchOrder shows it. Market statuses are always
+    lowercase (spec 3.1); the knob ``status_case`` sets the case of limit statuses only
+    (spec 3.2: not shown): ``mixed`` uppercase but ``closed``, ``upper`` all uppercase,
+    ``lower`` all lowercase."""
+    if order_type != "limit" or case == "lower":
         return status.lower()
+    if case == "mixed" and status == "CLOSED":
+        return "closed"
     return status
 
 
