@@ -13,7 +13,7 @@ import pytest
 
 from toolkit.client._cancel import CancelOutcome, CancelResult, outcome_from_state
 from toolkit.client._client import Client
-from toolkit.errors import OrderNotFound
+from toolkit.errors import OrderNotFound, RouteNotActive
 from toolkit.sim import Simulator
 
 
@@ -165,3 +165,171 @@ def test_result_is_frozen_and_outcome_rules() -> None:
     # executed: not terminal, yet a cancel can no longer take effect, whatever FINALIZED holds
     assert outcome_from_state("EXECUTED", frozenset()) is CancelOutcome.ALREADY_FINAL
     assert outcome_from_state("executed") is CancelOutcome.ALREADY_FINAL
+
+
+# --- answers the simulator never gives (a hand-made service on httpx.MockTransport) ---------
+
+import json  # noqa: E402
+import re  # noqa: E402
+
+from toolkit.client._cancel import refused  # noqa: E402
+from toolkit.errors import InvalidResponse, ServiceUnavailable  # noqa: E402
+
+
+async def no_sleep(delay: float) -> None:
+    return None
+
+
+class HandMade:
+    """Cancel routes whose answers a test sets: the 409/404 of a single cancel, the batch
+    answers (one per request), fetchOrder from ``orders`` (id -> body, or an HTTP status),
+    and the listing probe's status. Records every request as ``METHOD path``."""
+
+    def __init__(self) -> None:
+        self.orders: dict[str, dict[str, Any] | int] = {}
+        self.cancel_status = 409
+        self.listing_status = 200
+        self.batch: list[httpx.Response] = []
+        self.batches: list[list[str]] = []
+        self.sent: list[str] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.sent.append(f"{request.method} {path}")
+        if path == "/orders/fetchOrder":
+            order = self.orders.get(request.url.params["orderId"], 404)
+            if isinstance(order, int):
+                return httpx.Response(order, json={"message": "order not found in this profile"})
+            return httpx.Response(200, json=order)
+        if request.method == "PATCH":
+            return httpx.Response(self.cancel_status, json={"message": "order not found"})
+        if path == "/orders/limit/orders/cancel":
+            self.batches.append(json.loads(request.content)["orderIds"])
+            return self.batch.pop(0)
+        if path == "/orders/limit/orders":
+            return httpx.Response(self.listing_status, json={"orders": [], "message": "busy"})
+        return httpx.Response(500)
+
+    def client(self, **settings: Any) -> Client:
+        return Client(
+            "http://127.0.0.1:9",  # never dialled: the mock transport answers
+            profile_id="P1",
+            transport=httpx.MockTransport(self),
+            sleep=no_sleep,
+            **settings,
+        )
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"id": "o1", "type": "limit", "orderStatus": "OPEN"}, "has no 'status'"),
+        ({"id": "o1", "type": "limit", "status": 3}, "'status' that is not a string"),
+    ],
+)
+def test_a_409_on_an_order_without_a_status_is_invalid_response(
+    body: dict[str, Any], says: str
+) -> None:
+    # a renamed or mistyped status must not read as "deferred: do not resend"
+    service = HandMade()
+    service.orders["o1"] = body
+    with service.client() as client, pytest.raises(InvalidResponse) as caught:
+        client.cancel_limit_order("o1")
+    message = str(caught.value)
+    assert caught.value.order_id == "o1" and "'o1'" in message and says in message
+    # the body's fields are named, to spot a rename
+    assert f"the order's fields: {', '.join(sorted(body))}" in message
+
+
+@pytest.mark.parametrize("status", ["FILLED", "pending", ""])
+def test_a_409_on_an_order_with_an_unknown_status_is_invalid_response(status: str) -> None:
+    service = HandMade()
+    service.orders["o1"] = {"id": "o1", "type": "limit", "status": status}
+    with service.client() as client, pytest.raises(InvalidResponse) as caught:
+        client.cancel_limit_order("o1")
+    message = str(caught.value)
+    assert f"'status' is {status!r}" in message and "'o1'" in message
+    # the statuses the client knows, with the profile's settings named
+    assert "listing.active_statuses: OPEN, PROCESSING, TRIGGERED" in message
+    assert "listing.finalized_statuses: CANCELLED" in message
+
+
+def test_unknown_states_have_no_outcome() -> None:
+    assert outcome_from_state("FILLED") is None
+    assert outcome_from_state("") is None
+    with pytest.raises(InvalidResponse, match="has no 'status'"):
+        refused("o1", {"id": "o1"}, 409)
+    # every one of the nine has a meaning
+    for status in ("OPEN", "TRIGGERED", "PROCESSING", "CANCELLING", "EXECUTED", "CLOSED"):
+        assert refused("o1", {"status": status}, 409).status == status
+
+
+@pytest.mark.parametrize("probe", [503, 403, 500])
+def test_a_404_on_cancel_stays_order_not_found_when_the_route_probe_fails(probe: int) -> None:
+    service = HandMade()
+    service.cancel_status = 404
+    service.listing_status = probe
+    with service.client() as client, pytest.raises(OrderNotFound) as caught:
+        client.cancel_limit_order("nope")
+    assert caught.value.status == 404 and caught.value.method == "PATCH"
+    assert "GET /orders/limit/orders" in service.sent  # the probe was made, and failed
+
+
+def test_a_404_on_cancel_with_an_inactive_listing_is_route_not_active(fresh_sim: Simulator) -> None:
+    fresh_sim.control.set_knobs(limit_routes_active=False)
+    with fresh_sim.client() as client, pytest.raises(RouteNotActive):
+        client.cancel_limit_order("l-000001-aaaa")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(202),
+        httpx.Response(202, json={"cancelled": ["o1", "o2"]}),
+        httpx.Response(200, json=["o1", "o2"]),
+        httpx.Response(202, content=b"accepted"),
+    ],
+    ids=["empty", "other-object", "array", "not-json"],
+)
+def test_batch_2xx_of_another_shape_is_decided_by_fetch_order(answer: httpx.Response) -> None:
+    # the service accepted the cancels: its answer's shape is not shown (spec 4.4)
+    service = HandMade()
+    service.batch = [answer]
+    service.orders = {
+        "o1": {"id": "o1", "status": "CANCELLING"},
+        "o2": {"id": "o2", "status": "CLOSED"},
+    }
+    with service.client() as client:
+        results = client.cancel_limit_orders(["o1", "o2", "o3"])
+    assert [(r.order_id, r.outcome) for r in results] == [
+        ("o1", CancelOutcome.ALREADY_CANCELLING),
+        ("o2", CancelOutcome.ALREADY_FINAL),
+        ("o3", CancelOutcome.NOT_FOUND),
+    ]
+    assert service.sent.count("GET /orders/fetchOrder") == 3
+    assert all(r.http_status == answer.status_code for r in results)
+
+
+def test_a_failed_batch_request_says_which_cancels_were_already_accepted() -> None:
+    service = HandMade()
+    accepted = httpx.Response(202, json={"orders": [{"id": "o1", "accepted": True}]})
+    service.batch = [accepted, httpx.Response(503, json={"message": "busy"})]
+    profile = service.client().profile.replace({"rest.batch_cancel_max": 1})
+    with service.client(profile=profile) as client, pytest.raises(ServiceUnavailable) as caught:
+        client.cancel_limit_orders(["o1", "o2", "o3"])
+    message = str(caught.value)
+    assert service.batches == [["o1"], ["o2"]]  # never resent, o3 never sent
+    assert "request 2 of 3 failed" in message
+    assert re.search(r"cancels of 1 order\(s\) were accepted \(o1\)", message)
+    assert "later ones were not sent" in message
+
+
+def test_a_failure_after_every_batch_was_accepted_says_so() -> None:
+    service = HandMade()
+    service.batch = [httpx.Response(202)]
+    service.orders = {"o1": {"id": "o1", "status": "CANCELLING"}, "o2": 503}
+    with service.client() as client, pytest.raises(ServiceUnavailable) as caught:
+        client.cancel_limit_orders(["o1", "o2"])
+    message = str(caught.value)
+    assert "accepted every batch cancel request" in message
+    assert "cancels of 2 order(s) were accepted (o1, o2)" in message

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -14,7 +15,8 @@ import httpx
 import pytest
 
 from toolkit.client._client import Client
-from toolkit.client._loaders import aload_orders
+from toolkit.client._items import ListItems
+from toolkit.client._loaders import ListingStop, aload_orders
 from toolkit.client._pagination import IrregularPagesWarning, Paginator
 from toolkit.errors import InvalidRequest, InvalidResponse
 from toolkit.protocol import to_epoch_ms
@@ -193,3 +195,93 @@ def test_since_against_the_simulator_matches_a_full_load(sim: Simulator) -> None
     assert set(part.orders["id"]) == set(full.orders.loc[full.orders["createdAt"] >= bound, "id"])
     assert part.attrs["listing_stopped_early"]
     assert part.attrs["pages"] < full.attrs["pages"]
+
+
+def test_since_on_a_listing_sorted_by_last_update_loses_nothing() -> None:
+    # old orders updated lately come first (a listing newest by update, not by creation):
+    # a page's worth of them before `since` must not end the listing before the new ones
+    service = FakeService(0, limit=5)
+    old = [item(i, NOW_MS - (30 + i) * DAY_MS) for i in range(12)]
+    new = [item(100 + i, NOW_MS - i * DAY_MS) for i in range(3)]
+    service.orders = old + new
+    with client_for(service) as client:
+        frames = client._run(
+            aload_orders(client, since=NOW_MS - 3 * DAY_MS, progress=False, overlap_s=0)
+        )
+    assert sorted(frames.orders["id"]) == ["l-100", "l-101", "l-102"]
+    assert not frames.attrs["listing_stopped_early"] and service.pages == 4
+
+
+def test_since_later_than_every_order_reads_the_whole_listing() -> None:
+    # nothing at or after the floor was seen: the listing's order is unknown, read it all
+    service = FakeService(12, limit=5)
+    with client_for(service) as client:
+        frames = client._run(aload_orders(client, since=NOW_MS + DAY_MS, progress=False))
+    assert len(frames) == 0 and service.fetches == 0
+    assert not frames.attrs["listing_stopped_early"] and service.pages == 3
+
+
+def test_listing_stop_needs_both_sides_of_the_floor() -> None:
+    reader = ListItems()
+    floor = NOW_MS - 10 * DAY_MS
+    stop = ListingStop(floor, overlap_ms=0, run=2)
+    # a run before the floor with nothing at or after it yet: no stop
+    assert not any(stop.passed(item(i, floor - (i + 1) * DAY_MS), reader) for i in range(5))
+    stop = ListingStop(floor, overlap_ms=0, run=2)
+    assert not stop.passed(item(0, floor), reader)  # at the floor: kept
+    assert not stop.passed(item(1, floor - DAY_MS), reader)
+    assert stop.passed(item(2, floor - 2 * DAY_MS), reader) and stop.stopped
+    # out of creation order: the stop is off for good
+    stop = ListingStop(floor, overlap_ms=0, run=1)
+    assert not stop.passed(item(0, floor - 5 * DAY_MS), reader)
+    assert not stop.passed(item(1, floor + DAY_MS), reader)
+    assert not stop.passed(item(2, floor - 9 * DAY_MS), reader)
+    assert stop.floor_ms is None and not stop.stopped
+
+
+# -- ids= with since=: the orders' own createdAt ----------------------------------------------
+
+
+def iso(ms: int, naive: bool = False) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.replace(tzinfo=None).isoformat() if naive else moment.isoformat()
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        lambda ms: iso(ms),
+        lambda ms: iso(ms).replace("+00:00", "Z"),
+        lambda ms: iso(ms, naive=True),
+        lambda ms: str(ms // 1000),
+    ],
+    ids=["iso-offset", "iso-z", "iso-naive", "numeric-text"],
+)
+def test_ids_and_since_read_the_times_the_frames_read(form: Callable[[int], str]) -> None:
+    service = FakeService(4, limit=5)
+    for order in service.orders:
+        order["createdAt"] = form(order["createdAt"])
+    ids = [str(o["id"]) for o in service.orders]
+    with client_for(service) as client:
+        frames = client._run(
+            aload_orders(client, ids=ids, since=NOW_MS - DAY_MS - 1, progress=False)
+        )
+    assert sorted(frames.orders["id"]) == ["l-0", "l-1"]
+    assert frames.orders["createdAt"].notna().all()
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("yesterday", "order's 'createdAt' (spec 2.4) is neither a Unix timestamp nor an ISO"),
+        ("nan", "order's 'createdAt' (spec 2.4) is neither a Unix timestamp nor an ISO"),
+        ([1], "order's 'createdAt' (spec 2.4) is neither a Unix timestamp nor an ISO"),
+        ("", "order has no 'createdAt' (spec 2.4)"),
+    ],
+)
+def test_ids_and_since_name_the_order_field_not_a_listing_setting(value: Any, says: str) -> None:
+    service = FakeService(1, limit=5)
+    service.orders[0]["createdAt"] = value
+    with client_for(service) as client, pytest.raises(InvalidResponse) as caught:
+        client._run(aload_orders(client, ids=["l-0"], since=NOW_MS - DAY_MS, progress=False))
+    assert says in str(caught.value) and "listing." not in str(caught.value)

@@ -78,6 +78,43 @@ def test_duplicates_across_pages_keep_the_newest() -> None:
     assert list(p.latest) == ["a", "b", "c"]
 
 
+def test_new_orders_shifting_an_offset_token_are_not_a_restart() -> None:
+    # 3 orders created on top between the reads of page 1 and page 2: an offset-like token
+    # now points 3 items higher, so page 2 starts with the tail of page 1
+    p = Paginator(limit=4)
+    assert len(p.feed(page(["a", "b", "c", "d"], "4"))) == 4
+    assert [o["id"] for o in p.feed(page(["b", "c", "d", "e"], "8"))] == ["e"]
+    # and again, a shift reaching back over page 2 into page 1's tail
+    assert [o["id"] for o in p.feed(page(["d", "e", "f", "g"], "12"))] == ["f", "g"]
+    # a whole page already read, a shift by a full page, is no restart either
+    assert p.feed(page(["d", "e", "f", "g"], "16")) == []
+    assert [o["id"] for o in p.feed(page(["h"]))] == ["h"]
+    assert list(p.latest) == ["a", "b", "c", "d", "e", "f", "g", "h"]
+
+
+def test_a_shift_of_one_at_the_smallest_page_size() -> None:
+    p = Paginator(limit=1)
+    p.feed(page(["a"], "1"))
+    p.feed(page(["b"], "2"))
+    assert p.feed(page(["b"], "3")) == []  # one new order on top
+    assert [o["id"] for o in p.feed(page(["c"]))] == ["c"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        ["x", "y", "a", "b"],  # two created meanwhile, then page one's head again
+        ["c", "a", "b", "e"],  # page one's head out of place
+        ["e", "b", "c", "d"],  # page one's tail, but not where a shift puts it
+    ],
+)
+def test_anything_but_a_shift_repeating_page_one_is_a_restart(second: list[str]) -> None:
+    p = Paginator(limit=4)
+    p.feed(page(["a", "b", "c", "d"], "t1"))
+    with pytest.raises(PaginationLoop, match="restarted"):
+        p.feed(page(second, "t2"))
+
+
 @pytest.mark.parametrize(
     "body",
     [None, [], {"orders": "x"}, {"orders": [{"no": "id"}]}, {"orders": [], "paginationToken": 5}],
@@ -256,3 +293,50 @@ def test_listing_on_an_inactive_route(fresh_sim: Simulator) -> None:
     fresh_sim.control.set_knobs(limit_routes_active=False)
     with fresh_sim.client() as client, pytest.raises(RouteNotActive):
         list(client.iter_limit_orders())
+
+
+class OffsetListing:
+    """A listing whose token is an offset (opaque to the client, spec 4.2): ``created``
+    new orders are put on top before each page request after the first, as on a busy
+    account."""
+
+    def __init__(self, count: int, created: int) -> None:
+        self.orders = [f"o{i:04d}" for i in range(count)]  # newest first
+        self.created = created
+        self.pages = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        limit = int(request.url.params["limit"])
+        offset = int(request.url.params.get("paginationToken", "0"))
+        if self.pages:
+            self.orders[:0] = [f"n{self.pages}-{k}" for k in range(self.created)]
+        self.pages += 1
+        chunk = self.orders[offset : offset + limit]
+        body: dict[str, Any] = {"orders": [{"id": i} for i in chunk]}
+        if len(chunk) == limit:
+            body["paginationToken"] = str(offset + limit)
+        return httpx.Response(200, json=body)
+
+
+@pytest.mark.parametrize(("limit", "created"), [(10, 7), (10, 9), (50, 30), (3, 2)])
+def test_an_offset_listing_on_a_busy_account_lists_everything_once(
+    limit: int, created: int
+) -> None:
+    service = OffsetListing(95, created)
+    transport = httpx.MockTransport(service)
+    with Client("http://127.0.0.1:9", transport=transport, page_size=limit) as client:
+        ids = [str(o["id"]) for o in client.iter_limit_orders(limit=limit)]
+    old = [i for i in ids if i.startswith("o")]
+    assert old == [f"o{i:04d}" for i in range(95)]  # nothing missing, in order
+    assert len(ids) == len(set(ids))  # nothing twice
+
+
+def test_more_new_orders_than_listed_so_far_is_told_as_a_possible_restart() -> None:
+    # page 2 is then page 1 again, exactly what a restart serves: loud, never a loop
+    transport = httpx.MockTransport(OffsetListing(95, 10))
+    restart = "more orders were created while it was read"
+    with (
+        Client("http://127.0.0.1:9", transport=transport, page_size=10) as client,
+        pytest.raises(PaginationLoop, match=restart),
+    ):
+        client.list_limit_orders(limit=10)

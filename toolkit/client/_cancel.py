@@ -10,7 +10,14 @@ from enum import StrEnum
 from typing import Any
 
 from toolkit.errors import InvalidResponse
-from toolkit.protocol import FINALIZED, TERMINAL, canonical_status, to_epoch_ms
+from toolkit.protocol import (
+    ACTIVE,
+    ALL_LIMIT_STATUSES,
+    FINALIZED,
+    TERMINAL,
+    canonical_status,
+    to_epoch_ms,
+)
 
 
 class CancelOutcome(StrEnum):
@@ -28,6 +35,10 @@ class CancelOutcome(StrEnum):
     #: batch cancel only: the order is not in that profile of the account
     NOT_FOUND = "not_found"
 
+
+#: the states in which a refused cancel is recorded and honoured on re-arm (spec 4.3 rule 2a;
+#: OPEN: the order re-armed since the 409, the recorded request is being honoured)
+_DEFERRING = frozenset({"TRIGGERED", "PROCESSING", "OPEN"})
 
 _DESCRIPTIONS = {
     CancelOutcome.ACCEPTED: "cancel accepted; the order is CANCELLING and will not execute",
@@ -92,10 +103,11 @@ def accepted(
     )
 
 
-def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOutcome:
+def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOutcome | None:
     """Meaning of a refused cancel given the order's current state (read after the 409);
     ``finalized`` is the FINALIZED membership (the profile's
-    ``listing.finalized_statuses``).
+    ``listing.finalized_statuses``). None for a status that is not one of the nine
+    limit-order statuses (spec 3.2): nothing says what such a 409 meant.
 
     OPEN means the order was executing and re-armed since: the recorded request is being
     honoured, so it counts as deferred too.
@@ -107,7 +119,10 @@ def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOu
     # no longer take effect, whatever the profile's FINALIZED membership says
     if canonical in finalized or canonical in TERMINAL or canonical == "EXECUTED":
         return CancelOutcome.ALREADY_FINAL
-    return CancelOutcome.DEFERRED
+    # only an executing order (or one re-armed since) has the request recorded (spec 4.3)
+    if canonical in _DEFERRING:
+        return CancelOutcome.DEFERRED
+    return None
 
 
 def refused(
@@ -115,13 +130,39 @@ def refused(
     order: Mapping[str, Any],
     http_status: int | None,
     finalized: Set[str] = FINALIZED,
+    active: Set[str] = ACTIVE,
 ) -> CancelResult:
-    """The result of a 409 (or a refused batch item), from the order fetched after it."""
+    """The result of a 409 (or a refused batch item), from the order fetched after it;
+    ``active``/``finalized`` are the profile's ``listing.active_statuses`` /
+    ``listing.finalized_statuses`` (named when the status is not understood).
+
+    Raises InvalidResponse, naming the order and the field, when the order carries no
+    string ``status`` (spec 2.4: present in any status) or one that is not a limit-order
+    status: a guess would tell the caller "recorded, do not resend" on no evidence.
+    """
     raw_status = order.get("status")
-    status = canonical_status(raw_status) if isinstance(raw_status, str) else None
+    if not isinstance(raw_status, str):
+        problem = "has no 'status'" if raw_status is None else "has a 'status' that is not a string"
+        raise InvalidResponse(
+            f"cannot tell what the cancel of order {order_id!r} achieved (answered "
+            f"{http_status}): fetchOrder's body {problem} (spec 2.4: present in any status); "
+            f"the order's fields: {', '.join(sorted(map(str, order))) or '(none)'}",
+            order_id=order_id,
+        )
+    status = canonical_status(raw_status)
+    outcome = outcome_from_state(status, finalized)
+    if outcome is None:
+        raise InvalidResponse(
+            f"cannot tell what the cancel of order {order_id!r} achieved (answered "
+            f"{http_status}): fetchOrder's 'status' is {raw_status!r}, none of the "
+            f"limit-order statuses ({', '.join(ALL_LIMIT_STATUSES)}; the profile's "
+            f"listing.active_statuses: {', '.join(sorted(active))}; "
+            f"listing.finalized_statuses: {', '.join(sorted(finalized))})",
+            order_id=order_id,
+        )
     return CancelResult(
         order_id=order_id,
-        outcome=outcome_from_state(status or "", finalized),
+        outcome=outcome,
         status=status,
         http_status=http_status,
         order=dict(order),

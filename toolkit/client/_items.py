@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from toolkit.errors import InvalidResponse
@@ -94,15 +95,19 @@ class ListItems:
 
     # -- other fields ------------------------------------------------------------------------
 
-    def _required(self, item: Mapping[str, Any], setting: str, purpose: str) -> Any:
+    def _required(
+        self, item: Mapping[str, Any], setting: str, purpose: str, *, blank_ok: bool = True
+    ) -> Any:
         path = getattr(self.listing, setting)
         value = get_path(item, path, _MISSING)
-        if (value is _MISSING or value is None) and self.order_bodies:
+        # "" is how the service says "no value": no moment at all for a time
+        missing = value is _MISSING or value is None or (value == "" and not blank_ok)
+        if missing and self.order_bodies:
             raise InvalidResponse(
                 f"order has no {path!r} (spec 2.4), needed for {purpose}; the order's "
                 f"fields: {_names(item)}"
             )
-        if value is _MISSING or value is None:
+        if missing:
             raise InvalidResponse(
                 f"listing item has no {path!r} (listing.{setting}), needed for {purpose}; "
                 f"the item's fields: {_names(item)}. Set listing.{setting} in the profile"
@@ -110,18 +115,31 @@ class ListItems:
         return value
 
     def _time(self, value: object, setting: str) -> int | None:
+        """``value`` as Unix ms: a number or numeric string (seconds or ms per
+        ``timestamp_unit``), or an ISO 8601 string (naive = UTC): the forms the frames
+        read (``toolkit.frames``), so a filter never refuses what the frames accept."""
         try:
             return to_epoch_ms(value, self.timestamp_unit)
         except InvalidResponse:
-            raise InvalidResponse(
-                f"listing item's {getattr(self.listing, setting)!r} (listing.{setting}) is "
-                f"not a Unix timestamp: {type(value).__name__}"
-            ) from None
+            ms = _iso_ms(value)
+        except (ValueError, OverflowError):  # "nan", "inf"
+            ms = None
+        if ms is not None:
+            return ms
+        path = getattr(self.listing, setting)
+        where = (
+            f"order's {path!r} (spec 2.4)"
+            if self.order_bodies
+            else f"listing item's {path!r} (listing.{setting})"
+        )
+        raise InvalidResponse(
+            f"{where} is neither a Unix timestamp nor an ISO 8601 time: {type(value).__name__}"
+        )
 
     def created_ms(self, item: Mapping[str, Any], purpose: str = "since=/until=") -> int:
         """Creation moment (Unix ms); raises naming ``listing.created_at_field`` when the
         item does not carry it."""
-        value = self._required(item, "created_at_field", purpose)
+        value = self._required(item, "created_at_field", purpose, blank_ok=False)
         ms = self._time(value, "created_at_field")
         assert ms is not None
         return ms
@@ -131,7 +149,7 @@ class ListItems:
         prefers the newer copy, it needs no value)."""
         value = get_path(item, self.listing.updated_at_field)
         try:
-            return to_epoch_ms(value, self.timestamp_unit)
+            return self._time(value, "updated_at_field")
         except InvalidResponse:
             return None
 
@@ -146,6 +164,22 @@ class ListItems:
                 "a string"
             )
         return canonical_status(value)
+
+
+def _iso_ms(value: object) -> int | None:
+    """An ISO 8601 string as Unix ms (naive = UTC), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return round(moment.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def statuses_for(status: str | None, listing: Listing) -> frozenset[str] | None:

@@ -128,8 +128,11 @@ async def aload_orders(
 
     With ``since``, paging stops once the listing (newest first) is past ``since`` by
     ``overlap_s`` seconds (default 600: spec 4.2 rule 6, eventual consistency) for a
-    whole page's worth of items in a row; if the items turn out not to be in creation
-    order, the whole listing is read instead.
+    whole page's worth of items in a row, after an item at or after that bound
+    (:class:`ListingStop`); if the items turn out not to be in creation order, the whole
+    listing is read instead. So is a listing whose newest items are already before the
+    bound (``since`` later than every order): the whole listing costs its pages, never a
+    silently empty result.
 
     Every order is read with fetchOrder while the listing is still paging, at most
     ``concurrency`` (default ``settings.concurrency``) requests in flight, adapted to the
@@ -262,11 +265,21 @@ async def aload_orders(
 
 
 class ListingStop:
-    """Where paging a newest-first listing may stop: once ``run`` items in a row (a page's
-    worth) were created before ``floor_ms`` (a bound already lowered by the overlap), so
-    one misplaced item cannot end the listing early; and only while the items come in
-    creation order (an item newer than an earlier one by more than ``overlap_ms``
-    disables the stop for this listing, logged once). ``floor_ms=None``: never stop."""
+    """Where paging a newest-first listing may stop early, down to ``floor_ms`` (a bound
+    already lowered by the overlap). Nothing says the listing is newest by *creation* (a
+    service may sort by last update), so the stop is taken only on evidence:
+
+    - it first needs an item created at or after the floor; then ``run`` items in a row
+      (a page's worth) created before it, so one misplaced item cannot end the listing;
+    - every item must come in creation order: one newer than an earlier item by more than
+      ``overlap_ms`` switches the stop off for the rest of this listing (logged once).
+
+    The cost: a listing whose first items are already before the floor (``since`` later
+    than the account's newest order, or a store whose mark is newer than every listed
+    order) cannot tell a creation-ordered listing from one sorted otherwise, so it is
+    read whole: every page, one request each.
+    ``floor_ms=None``: never stop.
+    """
 
     def __init__(self, floor_ms: int | None, overlap_ms: int, run: int = 1) -> None:
         self.floor_ms = floor_ms
@@ -274,9 +287,12 @@ class ListingStop:
         self.run = max(1, run)
         self.stopped = False
         self._oldest: int | None = None
+        self._above = False
         self._below = 0
 
     def passed(self, item: Mapping[str, Any], reader: ListItems) -> bool:
+        """Whether the listing may stop before ``item`` (it and every later item are
+        past the floor); ``reader`` reads its creation moment."""
         if self.floor_ms is None:
             return False
         created = reader.created_ms(item, "stopping the listing early")
@@ -289,7 +305,12 @@ class ListingStop:
             self.floor_ms = None
             return False
         self._oldest = created if self._oldest is None else min(self._oldest, created)
-        self._below = self._below + 1 if created < self.floor_ms else 0
+        if created >= self.floor_ms:
+            self._above = True
+            self._below = 0
+            return False
+        # before the floor: counts only once the floor was crossed in creation order
+        self._below = self._below + 1 if self._above else 0
         if self._below >= self.run:
             self.stopped = True
             return True

@@ -4,6 +4,7 @@ its sync twin), as a mixin so they stay ``Client`` methods with the same signatu
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Coroutine, Iterable, Mapping
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from toolkit.errors import (
     InvalidResponse,
     OrderNotFound,
     RouteNotActive,
+    ToolkitError,
 )
 from toolkit.profile import ID_CANDIDATES, find_field
 from toolkit.protocol import (
@@ -35,6 +37,8 @@ from toolkit.protocol import (
 )
 
 T = TypeVar("T")
+
+logger = logging.getLogger("toolkit.rest")
 
 
 class LimitOrderWrites:
@@ -141,9 +145,11 @@ class LimitOrderWrites:
         Any 2xx -> ACCEPTED (route ``rest.cancel_path``; ``profileId`` in the body or the
         query per ``rest.cancel_profile_in``). 409 is never retried: the order is read with
         fetchOrder and the result says DEFERRED (executing: recorded, do not resend),
-        ALREADY_FINAL or ALREADY_CANCELLING. 404 raises RouteNotActive when the limit
-        routes are not active here, else OrderNotFound (unknown order, or not in that
-        profile).
+        ALREADY_FINAL or ALREADY_CANCELLING; a fetched order without a string ``status``,
+        or with one that is not a limit-order status, raises InvalidResponse naming the
+        order and the field. 404 raises RouteNotActive when the limit routes are not
+        active here, else OrderNotFound (unknown order, or not in that profile; also when
+        the listing probe that tells the two apart fails otherwise).
         """
         oid = validate_order_id(order_id)
         profile = self._settings.profile
@@ -171,7 +177,7 @@ class LimitOrderWrites:
         except Conflict:
             # the 409 body is not relied on: the order's state says which 409 this was
             order = await self.afetch_order(oid)
-            return _cancel.refused(oid, order, 409, self._finalized())
+            return _cancel.refused(oid, order, 409, self._finalized(), self._active())
         except OrderNotFound as exc:
             await self._raise_if_routes_inactive(exc)
             raise
@@ -183,6 +189,9 @@ class LimitOrderWrites:
     def _finalized(self) -> frozenset[str]:
         return frozenset(self._settings.profile.listing.finalized_statuses)
 
+    def _active(self) -> frozenset[str]:
+        return frozenset(self._settings.profile.listing.active_statuses)
+
     def cancel_limit_order(
         self, order_id: str, *, profile_id: str | None = None, reason: str | None = None
     ) -> CancelResult:
@@ -190,7 +199,8 @@ class LimitOrderWrites:
 
     async def _raise_if_routes_inactive(self, exc: OrderNotFound) -> None:
         """A 404 on cancel means either no such order or an inactive route; the listing
-        (which has no order to miss) tells which."""
+        (which has no order to miss) tells which. When that probe fails otherwise, it
+        returns and the caller re-raises the original OrderNotFound."""
         try:
             await self._request(
                 "GET",
@@ -203,6 +213,10 @@ class LimitOrderWrites:
             raise RouteNotActive(
                 probe.message, method=exc.method, url=exc.url, status=exc.status, body=exc.body
             ) from exc
+        except ToolkitError:
+            # the probe could not tell (a 503, a key that may cancel but not list...): the
+            # cancel's own answer stands
+            return
 
     async def acancel_limit_orders(
         self,
@@ -215,8 +229,11 @@ class LimitOrderWrites:
 
         Sent to ``rest.batch_cancel_path`` with the ids under ``rest.batch_ids_field``,
         at most ``rest.batch_cancel_max`` ids per request. Accepted items come from the
-        batch response; for the others the order is read with fetchOrder to decide (as for
-        a single 409). Not found -> NOT_FOUND.
+        batch response's ``orders`` array; for the others (every order, when a 2xx has no
+        such array: its shape is not shown, spec 4.4) the order is read with fetchOrder to
+        decide (as for a single 409). Not found -> NOT_FOUND. An error after the service
+        accepted some of the requests says so: its message names the orders whose cancels
+        were accepted.
         """
         ids = validate_order_ids(order_ids)
         pid = self._profile_id(profile_id)
@@ -229,34 +246,38 @@ class LimitOrderWrites:
         rest = self._settings.profile.rest
         unit = self._settings.profile.orders.timestamp_unit
         size = max(1, rest.batch_cancel_max)
-        for start in range(0, len(ids), size):
-            body: dict[str, Any] = {
-                "profileId": pid,
-                rest.batch_ids_field: ids[start : start + size],
-            }
+        chunks = [ids[start : start + size] for start in range(0, len(ids), size)]
+        sent: list[str] = []  # the ids of the requests the service accepted
+        for number, chunk in enumerate(chunks, 1):
+            body: dict[str, Any] = {"profileId": pid, rest.batch_ids_field: chunk}
             if reason is not None:
                 body["reason"] = reason
-            response = await self._request(
-                "POST",
-                rest.batch_cancel_path,
-                route=Route.BATCH_CANCEL,
-                json_body=body,
-                idempotent=False,
-            )
-            http_status = response.status_code
-            payload = decode_json(response)
-            items = payload.get("orders") if isinstance(payload, dict) else None
-            if not isinstance(items, list):
-                raise InvalidResponse(
-                    "batch cancel response without an 'orders' array",
-                    method="POST",
-                    url=response.request.url,
-                    status=response.status_code,
+            try:
+                response = await self._request(
+                    "POST",
+                    rest.batch_cancel_path,
+                    route=Route.BATCH_CANCEL,
+                    json_body=body,
+                    idempotent=False,
                 )
-            for item in items:
-                key = find_field(item, "id", ID_CANDIDATES) if isinstance(item, dict) else None
-                if key is not None and isinstance(item[key], str):
-                    by_id[item[key]] = item
+            except ToolkitError as exc:
+                if sent:
+                    refused = exc.status is not None and 400 <= exc.status < 500
+                    later = number < len(chunks)
+                    _say_accepted(
+                        exc,
+                        sent,
+                        f"batch cancel request {number} of {len(chunks)} failed after the "
+                        f"service had accepted the {number - 1} before it",
+                        f"request {number} was "
+                        + ("refused" if refused else "perhaps applied, perhaps not")
+                        + (" and later ones were not sent" if later else "")
+                        + "; read the orders with fetchOrder",
+                    )
+                raise
+            http_status = response.status_code
+            sent.extend(chunk)
+            by_id.update(_batch_items(response))
 
         async def decide(oid: str) -> CancelResult:
             item = by_id.get(oid)
@@ -267,9 +288,21 @@ class LimitOrderWrites:
                 order = await self.afetch_order(oid)
             except OrderNotFound:
                 return _cancel.not_found(oid, http_status)
-            return _cancel.refused(oid, order, http_status, self._finalized())
+            return _cancel.refused(oid, order, http_status, self._finalized(), self._active())
 
-        return list(await asyncio.gather(*(decide(oid) for oid in ids)))
+        results = await asyncio.gather(*(decide(oid) for oid in ids), return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if isinstance(failed, ToolkitError):
+            _say_accepted(
+                failed,
+                sent,
+                "the service had accepted every batch cancel request, then reading the "
+                "orders to say what each cancel achieved failed",
+                "read the orders with fetchOrder",
+            )
+        if failed is not None:
+            raise failed
+        return [r for r in results if isinstance(r, CancelResult)]
 
     def cancel_limit_orders(
         self,
@@ -279,6 +312,39 @@ class LimitOrderWrites:
         reason: str | None = None,
     ) -> list[CancelResult]:
         return self._run(self.acancel_limit_orders(order_ids, profile_id=profile_id, reason=reason))
+
+
+def _batch_items(response: httpx.Response) -> dict[str, dict[str, Any]]:
+    """The per-order items of a 2xx batch-cancel answer, by id. The answer's shape is not
+    shown (spec 4.4): without an ``orders`` array (an empty 202, another shape) this is
+    empty and every order is then read with fetchOrder, never an error after the service
+    accepted the cancels."""
+    payload = _json_object_or_empty(response)
+    items = payload.get("orders")
+    if not isinstance(items, list):
+        logger.info(
+            "batch cancel answered %d without an 'orders' array; each order is read with "
+            "fetchOrder instead",
+            response.status_code,
+        )
+        return {}
+    by_id: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key = find_field(item, "id", ID_CANDIDATES) if isinstance(item, dict) else None
+        if key is not None and isinstance(item[key], str):
+            by_id[item[key]] = item
+    return by_id
+
+
+def _say_accepted(exc: ToolkitError, accepted: list[str], what: str, then: str) -> None:
+    """Add to ``exc``'s message the orders whose batch cancel the service had already
+    accepted, so that a later failure does not hide cancels that were made."""
+    shown = ", ".join(accepted[:20]) + (" ..." if len(accepted) > 20 else "")
+    exc.message = (
+        f"{exc.message}; {what}: cancels of {len(accepted)} order(s) were accepted "
+        f"({shown}); {then}"
+    )
+    exc.args = (exc.message,)
 
 
 def _json_object_or_empty(response: httpx.Response) -> dict[str, Any]:

@@ -31,9 +31,11 @@ class Paginator:
     and feeds the decoded body to ``feed()``, until ``done``.
 
     - the token is sent back verbatim, and only its absence ends the listing;
-    - a page (after the first) made mostly of ids seen before, or a token seen before,
-      means the service restarted the listing (a rebuilt token): PaginationLoop, never a
-      silent restart;
+    - a page (after the first) that repeats page one's first id, or that is made mostly
+      of ids seen before in any other pattern, or a token seen before, means the service
+      restarted the listing (a rebuilt token): PaginationLoop, never a silent restart. A
+      page that starts with the tail of what was read, in order (new orders on top
+      shifting an offset-like token), is not a restart: those ids are skipped;
     - more than ``max_pages`` pages: PaginationLoop;
     - an id seen again on a later page (eventual consistency) is not yielded twice; the
       copy with the newest updated-at is kept in ``latest``;
@@ -63,6 +65,8 @@ class Paginator:
     irregular: dict[int, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
     _tokens_seen: set[str] = field(default_factory=set)
+    #: every id seen, in listing order (``_order[0]`` is the head of page one)
+    _order: list[str] = field(default_factory=list)
 
     def params(self) -> dict[str, str]:
         """Query parameters of the next page request."""
@@ -88,17 +92,19 @@ class Paginator:
         self.pages += 1
         self._check_size(len(items), bool(token))
         fresh: list[dict[str, Any]] = []
-        repeated = 0
-        for item in items:
+        seen_before = len(self._order)
+        repeated: list[tuple[int, str]] = []  # (position on this page, id)
+        for position, item in enumerate(items):
             order_id = self.items.order_id(item)
             keep = self._wanted(item)
             if order_id not in self._seen:
                 self._seen.add(order_id)
+                self._order.append(order_id)
                 if keep:
                     self.latest[order_id] = dict(item)
                     fresh.append(dict(item))
                 continue
-            repeated += 1
+            repeated.append((position, order_id))
             previous = self.latest.get(order_id)
             if previous is None:
                 continue
@@ -107,13 +113,12 @@ class Paginator:
                     self.latest[order_id] = dict(item)
                 else:  # its newer state is outside the filter
                     del self.latest[order_id]
-        # a restart shows up as a page made mostly of orders already seen (all of them, or
-        # all but the few created meanwhile); consistency shifts repeat only a few
-        if items and self.pages > 1 and repeated * 2 > len(items):
+        if repeated and self.pages > 1 and self._restarted(repeated, len(items), seen_before):
             raise PaginationLoop(
                 f"page {self.pages} of the listing repeats orders of earlier pages: the "
                 "service restarted the listing (a rebuilt or rejected paginationToken); "
-                "stopped instead of looping forever"
+                "stopped instead of looping forever (or more orders were created while it "
+                "was read than it had listed so far)"
             )
         if not token:
             self._log_dropped()
@@ -138,6 +143,25 @@ class Paginator:
 
     def __post_init__(self) -> None:
         check_page_rule(self.page_rule)
+
+    def _restarted(self, repeated: list[tuple[int, str]], count: int, seen_before: int) -> bool:
+        """Whether a later page's ``repeated`` ids (with their positions on it) show a
+        restart. A restart serves the head of the listing again: page one's first order
+        comes back. New orders created on top while an offset-like token is followed
+        shift the listing down instead: the next page starts with the tail of what was
+        read, in the same order; those ids are already known and simply skipped (nothing
+        missing, nothing twice). Any other pattern is a restart when most of the page
+        repeats."""
+        ids = [order_id for _, order_id in repeated]
+        if self._order and self._order[0] in ids:
+            return True
+        r = len(ids)
+        shifted = (
+            r <= seen_before
+            and [position for position, _ in repeated] == list(range(r))
+            and ids == self._order[seen_before - r : seen_before]
+        )
+        return not shifted and r * 2 > count
 
     def _check_size(self, count: int, has_token: bool) -> None:
         if count > self.limit:
