@@ -89,7 +89,9 @@ def test_unnamed_times_are_told_apart_by_value() -> None:
         ([("OPEN", "limit"), ("closed", "limit"), ("EXECUTED", "limit")], "mixed"),
         ([("OPEN", "limit"), ("CLOSED", "limit")], "upper"),
         ([("open", "limit"), ("closed", "market")], "lower"),
-        ([("PENDING", "market")], "upper"),
+        # market statuses are lowercase in every case (spec 3.1): they tell nothing
+        ([("PENDING", "market")], None),
+        ([("OPEN", "limit"), ("closed", "market")], None),
         ([("OPEN", "limit"), ("EXECUTED", "limit")], None),
     ],
 )

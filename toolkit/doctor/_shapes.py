@@ -302,17 +302,19 @@ def order_time_units(order: Mapping[str, Any]) -> set[str]:
 def status_case(statuses: Iterable[tuple[str, str]]) -> str | None:
     """``mixed``/``upper``/``lower`` from (status as sent, order type) pairs, or None.
 
-    ``closed`` and the market statuses are lowercase except in ``upper``; the other limit
+    Market statuses are lowercase in every case (spec 3.1), so only limit orders tell the
+    cases apart: a limit ``closed`` is lowercase except in ``upper``; the other limit
     statuses are uppercase except in ``lower``."""
-    upper = lower = market_lower = limit_upper = False
+    upper = lower = closed_lower = limit_upper = False
     for raw, kind in statuses:
         canonical = raw.upper()
         if canonical not in STATUSES or raw.isupper() == raw.islower():
             continue
-        limit = kind == "limit" or canonical in LIMIT_ONLY
-        if canonical == "CLOSED" or not limit:
+        if not (kind == "limit" or canonical in LIMIT_ONLY):
+            continue  # a market status: lowercase whatever the case of limit ones
+        if canonical == "CLOSED":
             upper |= raw.isupper()
-            market_lower |= raw.islower()
+            closed_lower |= raw.islower()
         else:
             lower |= raw.islower()
             limit_upper |= raw.isupper()
@@ -320,7 +322,7 @@ def status_case(statuses: Iterable[tuple[str, str]]) -> str | None:
         return "lower"
     if upper:
         return "upper"
-    if market_lower and limit_upper:
+    if closed_lower and limit_upper:
         return "mixed"
     return None
 

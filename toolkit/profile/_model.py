@@ -108,7 +108,8 @@ class Orders:
 
     #: unit of every Unix timestamp; ``auto`` infers s vs ms per value by magnitude
     timestamp_unit: TimeUnit = "auto"
-    #: case of statuses in payloads: ``mixed`` = limit ones upper, market ones lower
+    #: case of limit statuses in payloads (market ones are lowercase, spec 3.1): ``mixed`` =
+    #: upper except ``closed``; ``upper`` = all upper; ``lower`` = all lower
     status_case: Literal["mixed", "upper", "lower"] = "mixed"
     #: ``evaluatedTickers`` element fields (spec 2.4: structure not shown)
     quote_venue_field: str = "exchange"
@@ -156,17 +157,29 @@ class Payloads:
     (spec 6: not shown). Dotted paths reach nested fields; an empty list path means the
     payload itself is the list."""
 
+    #: pair of a watchTicker payload
     ticker_symbol: str = "symbol"
+    #: best bid of a ticker
     ticker_bid: str = "bid"
+    #: best ask of a ticker
     ticker_ask: str = "ask"
+    #: last traded price of a ticker
     ticker_last: str = "last"
+    #: time of a ticker (Unix, ``orders.timestamp_unit``)
     ticker_time: str = "timestamp"
+    #: the list of tickers in a watchTickers payload (empty: the payload is the list)
     tickers_list: str = "tickers"
+    #: the list of balances in a watchBalance payload (empty: the payload is the list)
     balance_list: str = "balances"
+    #: asset of one balance
     balance_asset: str = "asset"
+    #: amount free to trade
     balance_free: str = "free"
+    #: amount held by open orders
     balance_locked: str = "locked"
+    #: free + locked
     balance_total: str = "total"
+    #: time of a balance (Unix, ``orders.timestamp_unit``)
     balance_time: str = "timestamp"
 
 
