@@ -326,6 +326,9 @@ RouteNotActive
     The limit-order routes are not active in this environment (404).
 InvalidRequest
     A bad ``order_id``, ``profile_id`` or ``reason``; nothing is sent.
+InvalidResponse
+    After a 409, the order read back has no ``status`` or one outside the nine of spec
+    3.1/3.2: the outcome cannot be told, so none is guessed (never "deferred").
 
 Examples
 --------
@@ -362,6 +365,9 @@ RouteNotActive
     The limit-order routes are not active in this environment (404).
 InvalidRequest
     A bad id, ``profile_id`` or ``reason``; nothing is sent.
+ToolkitError
+    A request of the batch failed: its message lists the orders earlier requests already
+    had accepted, and says later requests were not sent (a cancel is never resent blindly).
 
 Examples
 --------
