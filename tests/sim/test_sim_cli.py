@@ -88,6 +88,18 @@ def test_parse_knob() -> None:
             parse_knob(bad)
 
 
+@pytest.mark.parametrize("port", ["-5", "70000", "http"])
+def test_a_port_out_of_range_is_refused_when_the_arguments_are_read(
+    capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    from toolkit.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["sim", "--port", port])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err and "--port" in err
+
+
 def test_a_busy_port_is_one_line_naming_the_address(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -33,9 +33,20 @@ def parse_knob(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def port_arg(text: str) -> int:
+    """A TCP port, 0-65535 (0 = any free one), refused at parse time otherwise."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535 (0 = any free port), not {port}")
+    return port
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
-    parser.add_argument("--port", type=int, default=8765, help="port (0 = any free port)")
+    parser.add_argument("--port", type=port_arg, default=8765, help="port (0 = any free port)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the history and prices")
     parser.add_argument(
         "--profile",
