@@ -133,7 +133,7 @@ def profile_page() -> str:
                 note = f"path of the {what} in {_PAYLOAD[kind]}"
             if note is None:
                 raise KeyError(f"profile setting {dotted} has no comment in the model")
-            value = _cell(_value(getattr(defaults, f.name)))
+            value = _cell(_value(getattr(defaults, f.name), dotted))
             lines.append(f"| `{f.name}` | `{value}` | {_cell(note)} |")
     return "\n".join(lines) + "\n"
 
