@@ -229,7 +229,10 @@ def test_interrupted_sync_leaves_a_readable_store_and_the_next_completes_it(
     monkeypatch.setattr(StoreFiles, "write_table", real)
     partial = store.frames()  # readable: whole files only
     assert 0 < len(partial) < len(want)
-    assert not (tmp_path / "store" / "_store.json").exists()  # the state goes last
+    # the state goes last: only the store's identity (written before any request) is there,
+    # no listing mark and no sync
+    state = StoreFiles(tmp_path / "store").read_state()
+    assert set(state) == {"version", "identity"}
 
     store.sync(client)
     got = store.frames().orders.set_index("id")["status"].sort_index()
@@ -247,9 +250,9 @@ def test_month_files_are_replaced_durably(
     OrderStore(tmp_path).sync(client)
     replaced = [name for kind, name in events if kind == "replace"]
     assert any(name.startswith("part-") for name in replaced)
-    # the state is written after every part file
+    # the state is written after every part file (and once before, with the identity)
     last_month = max(i for i, name in enumerate(replaced) if name.startswith("part-"))
-    assert replaced.index("_store.json") > last_month
+    assert max(i for i, name in enumerate(replaced) if name == "_store.json") > last_month
     # every replace of a month file follows an fsync of its temporary, then its folder
     for i, (kind, name) in enumerate(events):
         if kind == "replace" and name.startswith("part-"):

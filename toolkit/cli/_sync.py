@@ -13,8 +13,10 @@ from toolkit.cli._connect import (
     client_from_args,
     path_arg,
     positive_int,
+    seconds_arg,
 )
 from toolkit.errors import InvalidRequest
+from toolkit.protocol import validate_order_id
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--overlap",
-        type=float,
+        type=seconds_arg,
         default=600.0,
         metavar="SECONDS",
         help="how far past the newest stored listed order to re-read the listing (default 600)",
@@ -62,23 +64,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _read_ids(path: Path) -> list[str]:
+    """The order ids of ``path``: one per line, blank lines and ``#`` comments skipped; a
+    bad id is named with its file and line, before anything is sent or written."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InvalidRequest(f"--ids: no file {path}") from None
-    except UnicodeDecodeError:
-        raise InvalidRequest(f"--ids: {path} is not UTF-8 text (one order id per line)") from None
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"--ids {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8, one order id "
+            "per line"
+        ) from None
+    ids: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        oid = line.strip()
+        if not oid or oid.startswith("#"):
+            continue
+        try:
+            ids.append(validate_order_id(oid))
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"--ids {path}:{number}: {exc}") from None
+    return ids
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     """Sync the store and print what it did and what the store now covers; a mistake
     raises (``toolkit.cli`` prints it in one line)."""
     from toolkit.store import OrderStore
+    from toolkit.store._checks import check_recording
 
     options: dict[str, object] = {}
     if args.profile_id:
@@ -87,8 +100,10 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
         options["concurrency"] = args.concurrency
     ids = _read_ids(args.ids) if args.ids is not None else []
     for root in args.from_recording:
-        if not root.is_dir():
-            raise InvalidRequest(f"--from-recording: no recording at {root}")
+        try:
+            check_recording(root)
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"--from-recording: {exc}") from None
     store = OrderStore(args.store)
     with client_from_args(args, environ, **options) as client:
         result = store.sync(

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from toolkit.protocol import ALL_LIMIT_STATUSES, TERMINAL
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 logger = logging.getLogger("toolkit.store")
 
@@ -39,6 +40,35 @@ LIVE_LIMIT_STATUSES = tuple(s for s in ALL_LIMIT_STATUSES if s not in FINAL_STAT
 
 #: where an order came from, in the ``_source`` column (first discovery)
 SOURCES = ("listing", "recording", "ids", "live")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+#: the state file's fields: a check of each and what it expects (read_state)
+_STATE_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "syncs": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count"),
+    "listing_newest_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
+    "recordings_since_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
+    "missing": (
+        lambda v: isinstance(v, dict) and all(_is_strings(ids) for ids in v.values()),
+        "an object of lists of order ids",
+    ),
+    "last_sync": (lambda v: v is None or isinstance(v, dict), "an object"),
+    "identity": (
+        lambda v: (
+            isinstance(v, dict)
+            and isinstance(v.get("base_url"), str)
+            and all(x is None or isinstance(x, str) for x in v.values())
+        ),
+        "an object of the service's address, API key fingerprint and profile name",
+    ),
+}
 
 
 class StoreLocked(ToolkitError):
@@ -137,9 +167,19 @@ class StoreFiles:
         wanted = list(columns) if columns is not None else schema().names
         if not files:
             return schema().empty_table().select(wanted)
+        for path in files:
+            self.part_metadata(path)
         dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema())
         read = list(dict.fromkeys(["id", *wanted]))
-        table = dataset.to_table(columns=read, filter=filter)
+        try:
+            table = dataset.to_table(columns=read, filter=filter)
+        except (OSError, ValueError) as exc:
+            if not _damaged(exc):
+                raise
+            # the footers read, a page did not: name the file
+            for path in files:
+                self.read_part(path, read)
+            raise InvalidRequest(f"order store {self.root} could not be read: {exc}") from exc
         if pc.count_distinct(table.column("id")).as_py() != table.num_rows:
             # an order twice: a compaction was interrupted; the newer file's copy wins
             last = {oid: i for i, oid in enumerate(table.column("id").to_pylist())}
@@ -149,12 +189,11 @@ class StoreFiles:
     def index(self) -> dict[str, Entry]:
         """id -> :class:`Entry` of every order in the store."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         out: dict[str, Entry] = {}
         wanted = ["id", "status", "updatedAt", "createdAt", "type", "_source"]
         for path in self.month_files():
-            table = pq.read_table(path, columns=wanted, schema=schema())
+            table = self.read_part(path, wanted)
             cols = {
                 name: (
                     table.column(name).cast(pa.int64())
@@ -177,6 +216,56 @@ class StoreFiles:
                 )
         return out
 
+    def count(self) -> int:
+        """Rows in the part files (from their footers; an order an interrupted compaction
+        left twice counts twice until the next sync repairs it)."""
+        return sum(self.part_metadata(path).num_rows for path in self.month_files())
+
+    def part_metadata(self, path: Path) -> pq.FileMetaData:
+        """The footer of the part file ``path``, checked to hold the store's columns;
+        InvalidRequest naming the file when it is damaged or another dataset's file."""
+        import pyarrow.parquet as pq
+
+        try:
+            metadata = pq.read_metadata(path)
+            found = metadata.schema.to_arrow_schema()
+        except (OSError, ValueError) as exc:
+            if not _damaged(exc):
+                raise
+            raise self._not_a_part(path, f"unreadable: {exc}") from None
+        extra = sorted(set(found.names) - set(schema().names))
+        if extra:
+            raise self._not_a_part(path, f"columns the store does not write: {', '.join(extra)}")
+        for want in schema():
+            index = found.get_field_index(want.name)
+            if index < 0:
+                raise self._not_a_part(path, f"no {want.name!r} column")
+            if found.field(index).type != want.type:
+                raise self._not_a_part(
+                    path, f"column {want.name!r} is {found.field(index).type}, not {want.type}"
+                )
+        return metadata
+
+    def read_part(self, path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows of one part file (``columns`` only), checked like
+        :meth:`part_metadata`."""
+        import pyarrow.parquet as pq
+
+        self.part_metadata(path)
+        try:
+            return pq.read_table(path, columns=columns, schema=schema())
+        except (OSError, ValueError) as exc:
+            if not _damaged(exc):
+                raise
+            raise self._not_a_part(path, f"unreadable: {exc}") from None
+
+    def _not_a_part(self, path: Path, why: str) -> InvalidRequest:
+        return InvalidRequest(
+            f"order store file {path} is not a readable part of this store ({why}); nothing "
+            f"was changed: move it out of {path.parent}, then sync with full_listing=True "
+            "(toolkit sync --full-listing) to fetch again the listed orders it may have held"
+        )
+
     # -- writing --------------------------------------------------------------------------
 
     def add_part(self, month: str, rows: pa.Table) -> Path:
@@ -192,10 +281,9 @@ class StoreFiles:
         """Replace, in the part file ``path``, the orders of ``rows`` by these rows: the
         file is rewritten whole or not at all, so each order stays in exactly one file."""
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         rows = rows.cast(schema())
-        old = pq.read_table(path, schema=schema())
+        old = self.read_part(path)
         keep = pc.invert(pc.is_in(old.column("id"), value_set=rows.column("id")))
         self.write_table(path, pa_concat([old.filter(keep), rows]))
 
@@ -228,15 +316,17 @@ class StoreFiles:
     def repair(self) -> int:
         """Remove the part files an interrupted compaction left: a file whose orders are
         all in one newer file of its month. Outside compaction each order is in exactly
-        one file, so nothing else matches. Returns how many files were removed."""
-        import pyarrow.parquet as pq
-
+        one file, so nothing else matches; a file that does not read as a part of the store
+        stops it before anything is removed (InvalidRequest naming it). Returns how many
+        files were removed."""
+        files_of = {month: self.month_files([month]) for month in self.months()}
+        for path in (f for files in files_of.values() for f in files):
+            self.part_metadata(path)
         removed = 0
-        for month in self.months():
-            files = self.month_files([month])
+        for files in files_of.values():
             if len(files) < 2:
                 continue
-            ids = {f: set(pq.read_table(f, columns=["id"]).column("id").to_pylist()) for f in files}
+            ids = {f: set(self.read_part(f, ["id"]).column("id").to_pylist()) for f in files}
             for i, f in enumerate(files):
                 if any(ids[f] <= ids[g] for g in files[i + 1 :]):
                     f.unlink()
@@ -266,6 +356,13 @@ class StoreFiles:
             raise InvalidRequest(f"order store state {path} is unreadable: {exc}") from exc
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise InvalidRequest(f"order store state {path} has an unknown version")
+        for key, (ok, expected) in _STATE_FIELDS.items():
+            if key in data and not ok(data[key]):
+                raise InvalidRequest(
+                    f"order store state {path}: {key!r} is {data[key]!r:.60}, not {expected}; "
+                    "a sync never writes that: restore the file, or delete it (the next sync "
+                    "then reads the whole listing)"
+                )
         return data
 
     def write_state(self, state: Mapping[str, Any]) -> None:
@@ -307,6 +404,13 @@ def pa_concat(tables: Sequence[pa.Table]) -> pa.Table:
     import pyarrow as pa
 
     return pa.concat_tables(list(tables))
+
+
+def _damaged(exc: BaseException) -> bool:
+    """Whether a pyarrow error reading a file says the file is damaged or not Parquet
+    (ArrowInvalid is a ValueError; a bad footer an OSError without errno), not that the
+    system failed (no permission, I/O error, gone: those stay OSErrors)."""
+    return not isinstance(exc, OSError) or exc.errno is None
 
 
 def _ms(value: object) -> int | None:

@@ -5,15 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.client._loaders import LISTING_OVERLAP_S, TimeBound, _symbols, parse_time_bound
+from toolkit.client._concurrency import check_concurrency
+from toolkit.client._loaders import (
+    LISTING_OVERLAP_S,
+    TimeBound,
+    _overlap_ms,
+    _symbols,
+    parse_time_bound,
+)
+from toolkit.client._pagination import check_page_rule
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
-from toolkit.store._files import PROFILE_NAME, SOURCES, StoreFiles, month_of
+from toolkit.store._checks import (
+    check_flag,
+    check_identity,
+    check_ids,
+    check_recordings,
+    describe_identity,
+    store_identity,
+)
+from toolkit.store._files import PROFILE_NAME, SOURCES, STATE_NAME, StoreFiles, month_of
 from toolkit.store._follow import Follower, follow
 from toolkit.store._sync import CHUNK_ORDERS, SyncResult, run_sync
 
@@ -32,8 +48,15 @@ class OrderStore:
     hive_partitioning=true)``) and Polars (``pl.scan_parquet('ROOT/**/*.parquet',
     hive_partitioning=True)``) read it as is.
 
-    ``profile`` (default: the profile of the last sync, saved in ``ROOT/_profile.toml``,
-    else the default) is what the frames are built with and how body times are read.
+    ``profile`` (default: the profile of the last sync, saved in ``ROOT/_profile.toml``
+    whether it was given here or was the client's; else the default, with a coverage
+    warning when the store holds orders) is what the frames are built with and how body
+    times are read.
+
+    A store belongs to one account of one service: the first sync saves the service's
+    base URL, a fingerprint of the API key (never the key or its secret) and the profile
+    name in ``ROOT/_store.json``; a sync with a client of another service, API key or
+    profile is refused before any request.
 
     Every file is replaced whole or not at all; a sync killed at any point leaves a
     readable store and the next sync completes it; one writer at a time (a second one
@@ -61,12 +84,7 @@ class OrderStore:
         return f"OrderStore({str(self.root)!r}, orders={len(self)})"
 
     def __len__(self) -> int:
-        import pyarrow.dataset as ds
-
-        files = self._files.month_files()
-        if not files:
-            return 0
-        return int(ds.dataset([str(f) for f in files], format="parquet").count_rows())
+        return self._files.count()
 
     # -- sync -----------------------------------------------------------------------------
 
@@ -97,17 +115,22 @@ class OrderStore:
 
         At most ``concurrency`` (default ``settings.concurrency``) requests in flight,
         adapted to the service (AIMD on 429 and latency growth, honouring Retry-After).
-        Bodies are merged into their month files every ``chunk`` orders. Holds the
-        store's lock: StoreLocked when another sync runs.
+        Bodies are merged into their month files every ``chunk`` orders, stored as the
+        UTF-8 JSON text they were read as (a BOM or UTF-16/32 is decoded, never kept). A
+        body the store could not read back (no string ``status``, a ``createdAt`` or
+        ``updatedAt`` that is no time between 2000 and 9999 in ``orders.timestamp_unit``)
+        stops the sync with InvalidResponse naming the order and the field, before its
+        row is written. Holds the store's lock: StoreLocked when another sync runs.
 
         Parameters
         ----------
         client : Client
             The service to sync from; its profile is saved beside the data.
         recordings : sequence of path-like
-            Recording folders whose ``watchorders`` order ids to add.
+            Recording folders (written by ``toolkit record`` / ``tk.Recorder``) whose
+            ``watchorders`` order ids to add; a list, even of one.
         ids : iterable of str
-            Order ids from the user's own records.
+            Order ids from the user's own records; a list, not one string.
         listing, full_listing : bool
             Read the limit-order listing at all; read it whole.
         overlap_s : float
@@ -130,19 +153,49 @@ class OrderStore:
         StoreLocked
             Another sync holds the store.
         InvalidRequest
-            A bad argument, before any request.
+            Before any request, and before the store's folder is made for a bad
+            argument: a bad argument, a folder that is not a recording, a store of another
+            service, account or profile (naming both), a state file or a part file that
+            is not the store's (naming it; nothing is removed).
+        InvalidResponse
+            A fetchOrder body the store could not read back (naming the order and field).
         """
+        # every argument is checked before the store's folder or lock is made
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise InvalidRequest(f"chunk must be a positive integer, not {chunk!r}")
-        roots = [Path(r) for r in recordings]
+        roots = check_recordings(recordings)
+        given = check_ids(ids)
+        check_flag(listing, "listing")
+        check_flag(full_listing, "full_listing")
+        _overlap_ms(overlap_s)
+        if concurrency is not None:
+            check_concurrency(concurrency)
+        check_page_rule(page_rule)
         profile = self._profile or client.profile
+        identity = store_identity(client, profile)
+        warnings: list[str] = []
         with self._files.lock():
+            state = await asyncio.to_thread(self._files.read_state)
+            saved = state.get("identity")
+            check_identity(self.root, saved, identity)
+            if saved is None:
+                # bound before the first request: a sync from elsewhere is refused even
+                # when this one is interrupted
+                if state.get("syncs") or self._files.month_files():
+                    warnings.append(
+                        f"the store had no record of the service its orders came from (an "
+                        f"older toolkit wrote it, or its {STATE_NAME} was removed); it now "
+                        f"belongs to {describe_identity(identity)}"
+                    )
+                await asyncio.to_thread(self._files.write_state, {**state, "identity": identity})
+            # the profile the bodies are read with, saved before any of them
+            await asyncio.to_thread(_save_profile, profile, self.root / PROFILE_NAME)
             result = await run_sync(
                 self._files,
                 client,
                 profile,
                 recordings=roots,
-                ids=ids,
+                ids=given,
                 overlap_s=overlap_s,
                 concurrency=concurrency,
                 page_rule=page_rule,
@@ -150,8 +203,7 @@ class OrderStore:
                 listing=listing,
                 chunk=chunk,
             )
-            if self._profile is None:
-                await asyncio.to_thread(_save_profile, client.profile, self.root / PROFILE_NAME)
+        result.warnings.extend(warnings)
         result.warnings.extend(self.coverage()["warnings"])
         return result
 
@@ -253,6 +305,12 @@ class OrderStore:
         -------
         OrderFrames
             Empty frames with the full schema when nothing matches.
+
+        Raises
+        ------
+        InvalidRequest
+            A bad bound, pair or type (a type neither ``market``, ``limit`` nor held by
+            the store), or a part file that is not the store's (naming it).
         """
         import pyarrow as pa
         import pyarrow.dataset as ds
@@ -263,8 +321,8 @@ class OrderStore:
         until_ms = parse_time_bound(until, "until")
         if since_ms is not None and until_ms is not None and since_ms >= until_ms:
             raise InvalidRequest("since must be earlier than until")
-        wanted_symbols = _symbols(symbols)
-        wanted_types = _types(types)
+        wanted_symbols = _symbols(_strings(symbols, "symbols", "pairs such as 'BTC/BRL'"))
+        wanted_types = self._types(types)
         months = None
         if since_ms is not None or until_ms is not None:
             present = self._files.months()
@@ -364,6 +422,12 @@ class OrderStore:
         missing = [oid for oids in (state.get("missing") or {}).values() for oid in oids]
         if missing:
             warnings.append(f"{len(missing)} known order id(s) were not found by fetchOrder")
+        if self._profile is None and table.num_rows and not (self.root / PROFILE_NAME).is_file():
+            warnings.append(
+                f"the store has no {PROFILE_NAME}: its orders are read with the default "
+                "profile; if they were synced under another, open it with "
+                "OrderStore(root, profile=load_profile(...))"
+            )
         return {
             "orders": table.num_rows,
             "by_source": by_source,
@@ -377,14 +441,46 @@ class OrderStore:
             "warnings": warnings,
         }
 
+    def _types(self, types: str | Iterable[str] | None) -> frozenset[str] | None:
+        """``types=`` as lowercase order types: ``market``, ``limit`` or a type the store
+        holds (a misspelt one is refused, not answered with empty frames)."""
+        what = "order types such as 'market' or 'limit'"
+        values = _strings(types, "types", what)
+        if values is None:
+            return None
+        if not values or not all(isinstance(v, str) and v.strip() for v in values):
+            raise InvalidRequest(f"types= must name {what}")
+        wanted = frozenset(v.strip().lower() for v in values)
+        if wanted <= KNOWN_TYPES:
+            return wanted
+        known = KNOWN_TYPES | {
+            t for t in self._files.read(["type"]).column("type").to_pylist() if t
+        }
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise InvalidRequest(
+                f"types= {', '.join(map(repr, unknown))}: no such order type; known: "
+                f"{', '.join(sorted(known))}"
+            )
+        return wanted
 
-def _types(types: str | Iterable[str] | None) -> frozenset[str] | None:
-    if types is None:
+
+#: the order types of spec 2.4 (the store may hold others a service writes)
+KNOWN_TYPES = frozenset({"market", "limit"})
+
+
+def _strings(value: object, name: str, what: str) -> list[Any] | None:
+    """A ``str`` or iterable-of-values argument as a list (None stays None); InvalidRequest
+    for anything else (``symbols=5``), before its values are checked."""
+    if value is None:
         return None
-    values = [types] if isinstance(types, str) else list(types)
-    if not values or not all(isinstance(v, str) and v.strip() for v in values):
-        raise InvalidRequest("types= must name order types such as 'market' or 'limit'")
-    return frozenset(v.strip().lower() for v in values)
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidRequest(
+            f"{name}= takes {what} (a string or a list of them), not {type(value).__name__}"
+        )
+    return list(value)
 
 
 def _save_profile(profile: ServiceProfile, path: Path) -> None:

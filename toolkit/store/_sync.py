@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
@@ -21,7 +20,8 @@ from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
 from toolkit.client._pagination import check_page_rule
 from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, RouteNotActive
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, validate_order_ids
+from toolkit.protocol import ALL_LIMIT_STATUSES, validate_order_ids
+from toolkit.store._checks import moment, read_body, status_field, text_field
 from toolkit.store._files import LIVE_LIMIT_STATUSES, Entry, StoreFiles, month_of, schema
 from toolkit.store._follow import read_journals
 
@@ -127,26 +127,24 @@ class _Writer:
         self.files_written = 0
         self._lock = asyncio.Lock()
 
-    def row(self, body: bytes, source: str, synced_ms: int) -> tuple[str, dict[str, Any]]:
-        try:
-            order = json.loads(body)
-        except ValueError:
-            raise InvalidResponse("fetchOrder answered a body that is not JSON") from None
-        if not isinstance(order, dict):
-            raise InvalidResponse("fetchOrder answered a body that is not an object")
+    def row(self, oid: str, body: bytes, source: str, synced_ms: int) -> tuple[str, dict[str, Any]]:
+        """The month and the row of order ``oid``'s fetchOrder ``body``; InvalidResponse
+        naming the order and the field for a body the store could not read back."""
+        text, order = read_body(oid, body)
         reader = self.reader
-        created = reader.created_ms(order, "the store's month partition")
-        status = order.get("status")
+        created = moment(oid, order, reader, "createdAt", required=True)
+        assert created is not None
+        kind = text_field(oid, order, "type", required=False)
         return month_of(created), {
             "id": reader.order_id(order),
-            "type": str(order.get("type") or "").lower() or None,
-            "symbol": order.get("symbol"),
-            "status": canonical_status(status) if isinstance(status, str) else None,
+            "type": kind.lower() if kind is not None else None,
+            "symbol": text_field(oid, order, "symbol", required=False),
+            "status": status_field(oid, order),
             "createdAt": created,
-            "updatedAt": reader.updated_ms(order),
+            "updatedAt": moment(oid, order, reader, "updatedAt", required=False),
             "_source": source,
             "_synced_at": synced_ms,
-            "body": body.decode("utf-8", errors="replace"),
+            "body": text,
         }
 
     async def add(self, month: str, row: dict[str, Any]) -> None:
@@ -472,7 +470,7 @@ async def run_sync(
             return
         result.fetched += 1
         fetched_ids.add(oid)
-        month, row = writer.row(body, source, synced_ms)
+        month, row = writer.row(oid, body, source, synced_ms)
         before = index.get(oid)
         if before is None:
             result.new += 1
