@@ -209,8 +209,11 @@ def test_generated_events_equal_the_general_ones(name: str) -> None:
         halves = decoder.event(decoder.decode(text), text, 5, "c1", 3)
         if got is None:
             assert halves is None
-            # left to the general path: a payload it reports (the empty symbol)
-            assert isinstance(want, RawEvent) and "ticker_symbol" in want.error, msg
+            # left to the general path: a payload it reports (the empty symbol; an order
+            # without an id, a status or a time)
+            assert isinstance(want, RawEvent), msg
+            named = "ticker_symbol" if want.channel == "watchticker" else "notification has no"
+            assert named in want.error, msg
             continue
         assert not isinstance(want, Exception), msg
         _assert_same_event(got, want, msg)
@@ -235,9 +238,12 @@ def test_generated_times_follow_epoch_ms_exactly(base: ServiceProfile, unit: str
     for stamp in stamps:
         for msg in (
             {"channel": "watchticker", "message": _ticker(profile, time=stamp)},
-            {"channel": "watchorders", "message": {"id": "o", "updatedAt": stamp}},
+            {"channel": "watchorders", "message": {"id": "o", "status": "x", "updatedAt": stamp}},
         ):
             event = decoder.fast(json.dumps(msg), 1, "c", 1)
+            if msg["channel"] == "watchorders" and _epoch_ms(stamp, unit) == 0:
+                assert event is None  # 0 is no time of an order: the general path says so
+                continue
             assert isinstance(event, TickerEvent | OrderEvent), msg
             got = event.timestamp if isinstance(event, TickerEvent) else event.updated_at_ms
             assert got == _epoch_ms(stamp, unit) and got.__class__ is int, (stamp, unit)
@@ -265,7 +271,8 @@ def test_paths_no_struct_can_hold_leave_tickers_to_the_general_path() -> None:
     decoder = TypedDecoder(profile)
     text = json.dumps({"channel": "watchticker", "message": {"symbol": "A", "q": {"ask": 1}}})
     assert decoder.fast(text, 1, "c", 1) is NOT_TAKEN
-    order = json.dumps({"channel": "watchorders", "message": {"id": 5, "status": "open"}})
+    body = {"id": 5, "status": "open", "updatedAt": MS}
+    order = json.dumps({"channel": "watchorders", "message": body})
     event = decoder.fast(order, 1, "c", 1)
     assert isinstance(event, OrderEvent) and (event.order_id, event.status) == ("5", "OPEN")
     # an empty path (the payload itself) neither: orders alone take the fast path
@@ -320,7 +327,7 @@ def test_the_reader_delivers_the_general_events_in_order(
         json.dumps(m, separators=(",", ":")) for m in _messages(profile, random.Random(1))[:120]
     ]
     texts += ['{"channel":"watchticker","message":{', "[1, 2]", "not json"]
-    texts += [json.dumps({"channel": "watchorders", "message": {"id": "b", "updatedAt": "x"}})]
+    texts += [json.dumps({"channel": "watchticker", "message": _ticker(profile, time="x")})]
     session = _session(profile)
     events: list[Event] = []
     session.add_callback(events.append)
@@ -353,10 +360,12 @@ def test_the_reader_delivers_the_general_events_in_order(
     assert [m for m in said if "reported once" not in m] == [
         *(f"ignored a malformed data message on c1: {why}" for why in refused[:-1]),
         "ignored a message that is not JSON on c1",
+        "ignored a JSON list that is not an object on c1",
         "ignored a message that is not JSON on c1",
         f"ignored a malformed data message on c1: {refused[-1]}",
     ]
     assert "'x'" in refused[-1]
+    assert session.stats.malformed == len(refused) + 3  # each one logged is counted
 
 
 def _ticks(n: int, channel: str = "watchticker") -> list[str]:
@@ -399,12 +408,15 @@ def test_the_inlined_dispatch_filters_guards_and_snapshots_callbacks(
 
     remove_once.append(session.add_callback(once))
     session.add_callback(lambda e: seen["all"].append(e.seq))
-    order = json.dumps({"channel": "watchorders", "message": {"id": "o", "status": "open"}})
+    body = {"id": "o", "status": "open", "updatedAt": MS}
+    order = json.dumps({"channel": "watchorders", "message": body})
     with caplog.at_level(logging.ERROR, "toolkit.stream"):
         _read(session, [*_ticks(2), order])
     assert seen == {"orders": [3], "all": [1, 2, 3], "late": [2, 3], "once": [1]}
-    failures = [r for r in caplog.records if r.getMessage() == "a stream callback failed"]
-    assert len(failures) == 3 and all(r.exc_info for r in failures)
+    # the same failure three times: one traceback, three counted
+    failures = [r for r in caplog.records if "a stream callback failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info
+    assert session.stats.callback_errors == 3
 
 
 def test_only_channels_with_a_typed_consumer_are_delivered() -> None:
@@ -413,7 +425,8 @@ def test_only_channels_with_a_typed_consumer_are_delivered() -> None:
     raw: list[int] = []
     session.add_callback(got.append, channels=["watchorders"])
     session.add_raw_callback(lambda text, ns, conn, seq: raw.append(seq))
-    order = json.dumps({"channel": "watchorders", "message": {"id": "o", "status": "open"}})
+    body = {"id": "o", "status": "open", "updatedAt": MS}
+    order = json.dumps({"channel": "watchorders", "message": body})
     _read(session, [*_ticks(3), order, *_ticks(1, "watchTicker")])
     assert [e.seq for e in got] == [4] and isinstance(got[0], OrderEvent)
     assert raw == [1, 2, 3, 4, 5] and session.stats.received == 5 and session.stats.dropped == 0

@@ -328,6 +328,11 @@ class Backoff:
 
     The n-th delay is ``min(maximum, initial * factor**n)`` scaled by a random factor in
     ``[1 - jitter, 1]`` so a fleet of clients does not reconnect in lockstep.
+
+    The schedule is kept across reconnects: a connection that opens and drops soon after
+    (a service that accepts and then drops) does not bring the delay back to
+    ``initial``. ``connection_lost(up_for)`` starts it again only when the connection
+    stayed up at least ``healthy_after`` seconds (default: ``maximum``).
     """
 
     def __init__(
@@ -337,15 +342,19 @@ class Backoff:
         factor: float = 2.0,
         jitter: float = 0.5,
         rng: random.Random | None = None,
+        healthy_after: float | None = None,
     ) -> None:
         if initial < 0 or maximum < 0 or factor < 1 or not 0 <= jitter <= 1:
             raise ValueError(
                 "backoff needs initial >= 0, maximum >= 0, factor >= 1, 0 <= jitter <= 1"
             )
+        if healthy_after is not None and not healthy_after >= 0:
+            raise ValueError(f"backoff needs healthy_after >= 0, got {healthy_after!r}")
         self.initial = initial
         self.maximum = maximum
         self.factor = factor
         self.jitter = jitter
+        self.healthy_after = maximum if healthy_after is None else healthy_after
         self._rng = rng or random.Random()
         self.attempt = 0
 
@@ -356,6 +365,12 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempt = 0
+
+    def connection_lost(self, up_for: float) -> None:
+        """A connection dropped after ``up_for`` seconds: the schedule starts again from
+        ``initial`` when that is at least ``healthy_after``, else it goes on growing."""
+        if up_for >= self.healthy_after:
+            self.reset()
 
     def __iter__(self) -> Iterator[float]:
         while True:

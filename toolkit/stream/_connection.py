@@ -40,6 +40,7 @@ from toolkit.stream._channels import (
 )
 from toolkit.stream._decode import NOT_TAKEN, decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
+from toolkit.stream._failures import CallbackFailures
 from toolkit.stream._frame_queue import TEXT, queued_frames
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
@@ -99,6 +100,9 @@ class _ConnectionKeeping:
     _typed_channels: frozenset[str]
     _typed_all: bool
     _received: int
+    _malformed: int
+    _failures: CallbackFailures
+    _announce: PendingRequest | None
     _logger: _RedactingLogger
     # what the reader's inlined dispatch of fast-path events reads (see _dispatch)
     _main: asyncio.Queue[Any] | None
@@ -363,7 +367,7 @@ class _ConnectionKeeping:
                             try:
                                 raw_fn(text, received, conn_id, conn.seq)
                             except Exception:
-                                _log.exception("a raw stream callback failed")
+                                self._failures.report("a raw stream callback failed", raw_fn)
                         continue
                     # the typed fast path: a data message (never a reply) decoded into its
                     # event (TypedDecoder.fast); one it does not take goes the general way
@@ -399,14 +403,18 @@ class _ConnectionKeeping:
                             try:
                                 fn(event)
                             except Exception:
-                                _log.exception("a stream callback failed")
+                                self._failures.report("a stream callback failed", fn)
                         continue
                 try:
                     msg = json.loads(text)
                 except ValueError:
+                    self._malformed += 1
                     _log.warning("ignored a message that is not JSON on %s", conn_id)
                     continue
                 if not isinstance(msg, dict):
+                    self._malformed += 1
+                    what = type(msg).__name__ if msg is not None else "null"
+                    _log.warning("ignored a JSON %s that is not an object on %s", what, conn_id)
                     continue
                 reply = classify_reply(msg, profile)
                 if reply is not None:
@@ -414,6 +422,7 @@ class _ConnectionKeeping:
                     continue
                 seq = conn.next_seq()
                 if "channel" not in msg:
+                    self._malformed += 1
                     _log.warning("ignored a data message without a channel on %s", conn_id)
                     continue
                 self._received += 1
@@ -434,6 +443,7 @@ class _ConnectionKeeping:
                         profile=profile,
                     )
                 except (ValueError, TypeError) as err:
+                    self._malformed += 1
                     _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
                     continue
                 self._dispatch(event)
@@ -457,28 +467,36 @@ class _ConnectionKeeping:
                 msg, received_at_ns=received, connection_id=conn_id, seq=seq, profile=self._profile
             )
         except (ValueError, TypeError) as err:
+            self._malformed += 1
             _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
             return None
 
     def _on_reply(self, conn: Connection, reply: Confirmation) -> None:
         """Hand ``reply`` to the action outstanding on ``conn`` if it answers it (see
-        ``PendingRequest.matches``); anything else is a late or stray reply, ignored."""
+        ``PendingRequest.matches``); anything else is a late or stray reply, ignored (a
+        refusal that answers nothing is said as a warning: the service refused something
+        on its own, e.g. revoked a subscription)."""
         pending, waiter = conn.pending, conn.waiter
         if pending is None or waiter is None or waiter.done() or not pending.matches(reply):
-            _log.debug(
+            _log.log(
+                logging.DEBUG if reply.success else logging.WARNING,
                 "ignored a %s reply on %s that answers nothing outstanding: %r",
-                reply.kind,
+                reply.kind if reply.success else "failure",
                 conn.id,
                 reply.message[:200],
             )
             return
-        if reply.success:
-            # recorded here, in the reader, so a drop right after the confirmation
-            # cannot slip between it and the restore of the next connection
-            if pending.action == "subscribe":
-                self._desired[pending.key] = (pending.channel, pending.data)
-            elif pending.action == "unsubscribe":
-                self._desired.pop(pending.key, None)
+        # recorded here, in the reader, so a drop right after the confirmation cannot slip
+        # between it and the restore of the next connection; announced here, so the event
+        # comes before the data that followed the confirmation
+        if reply.success and pending.action == "subscribe":
+            self._desired[pending.key] = (pending.channel, pending.data)
+            if pending is self._announce:
+                self._emit_session(conn, "subscribed", pending.key)
+        elif reply.success and pending.action == "unsubscribe":
+            self._desired.pop(pending.key, None)
+            if pending is self._announce:
+                self._emit_session(conn, "unsubscribed", pending.key)
         waiter.set_result(reply)
 
     async def _rotate(self, old: Connection) -> None:
@@ -534,8 +552,7 @@ class _ConnectionKeeping:
         """Connect again, with backoff, until a connection has every subscription back.
         ``forced``: the last connection was refused, start with a fresh token. A refusal
         (HTTP status or close code) after a fresh token raises AuthenticationError."""
-        backoff = self._backoff
-        backoff.reset()
+        backoff = self._backoff  # not reset: see Backoff.connection_lost
         attempts = 0
         while True:
             await self._sleep(backoff.next_delay())

@@ -7,9 +7,9 @@ Only what the event holds is decoded; the whole message (``event.raw``) is a
 profile (its payload paths read straight from the structs, its time unit inlined as
 ``_epoch_ms`` applies it), so a message costs one Python call. Anything the typed decoding
 does not take (another channel, a field missing or of another type, an empty price, a
-text that is not JSON), or whose event it does not build (an empty symbol), is left to
-the general path (``event_from_message`` on the decoded dict), which says what is wrong
-exactly as before.
+text that is not JSON), or whose event it does not build (an empty symbol, an order
+without an id, a status or an ``updatedAt``), is left to the general path
+(``event_from_message`` on the decoded dict), which says what is wrong exactly as before.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from toolkit.stream._events import (
     OrderEvent,
     TickerEvent,
     _epoch_ms,
+    _order_ms,
     canonical_status,
     order_id_of,
 )
@@ -130,12 +131,13 @@ def _struct(name: str, tree: dict[str, Any], counter: list[int]) -> tuple[type, 
     return msgspec.defstruct(f"{name}{counter[0]}", fields, gc=False), where
 
 
-def _to_ms(name: str, unit: str) -> list[str]:
+def _to_ms(name: str, unit: str, convert: str = "_epoch_ms") -> list[str]:
     """Source lines making the time in local ``name`` Unix milliseconds exactly as
     ``_epoch_ms(name, unit)`` does: its integer case inlined for ``unit`` (``s``: times
     1000; ``auto``: times 1000 below ``_SECONDS_BELOW`` in magnitude; ``ms``: as is),
-    anything that is not an ``int`` through ``_epoch_ms`` itself."""
-    lines = [f"if {name}.__class__ is not int:", f"    {name} = _epoch_ms({name}, unit)"]
+    anything that is not an ``int`` through ``convert`` (``_epoch_ms`` itself, or
+    ``_order_ms``, which gives 0 for what is not a time)."""
+    lines = [f"if {name}.__class__ is not int:", f"    {name} = {convert}({name}, unit)"]
     if unit == "s":
         lines += ["else:", f"    {name} *= 1000"]
     elif unit == "auto":
@@ -177,15 +179,22 @@ def _ticker_lines(where: dict[str, str], unit: str) -> list[str]:
 
 def _order_lines(unit: str) -> list[str]:
     """The source building the OrderEvent of the order dict in local ``m``: what
-    ``order_event`` makes of it (order id, canonical status, ``updatedAt`` in
-    milliseconds), the time unit inlined; ``order`` is the dict decoded for this message
-    alone (``raw`` decodes its own), so it is not copied."""
+    ``order_event(strict=True)`` makes of it (order id, canonical status, ``updatedAt``
+    in milliseconds), the time unit inlined; None when the id, the status or the time is
+    missing, for the general path to name it. ``order`` is the dict decoded for this
+    message alone (``raw`` decodes its own), so it is not copied."""
     return [
-        'status_raw = str(m.get("status", ""))',
+        's = m.get("status")',
+        "if s.__class__ is not str:",  # as _status_raw, without its call
+        '    s = "" if s is None else str(s)',
+        "status = canonical_status(s)",
+        "oid = order_id_of(m)",
         't = m.get("updatedAt")',
-        *_to_ms("t", unit),
+        *_to_ms("t", unit, "_order_ms"),
+        "if not (oid and status and t):",
+        "    return None",
         'return OrderEvent("watchorders", received_at_ns, connection_id, seq, '
-        "LazyMessage(text), order_id_of(m), canonical_status(status_raw), status_raw, t, m)",
+        "LazyMessage(text), oid, status, s, t, m)",
     ]
 
 
@@ -198,6 +207,7 @@ def _compiled(name: str, params: str, body: list[str], names: dict[str, Any]) ->
         "OrderEvent": OrderEvent,
         "LazyMessage": LazyMessage,
         "_epoch_ms": _epoch_ms,
+        "_order_ms": _order_ms,
         "order_id_of": order_id_of,
         "canonical_status": canonical_status,
         **names,
@@ -223,12 +233,13 @@ class TypedDecoder:
     ``fast(text, received_at_ns, connection_id, seq)`` is what the reader of a session
     calls, once per data message: its typed event (decoding and building in one Python
     call); None when the message was decoded but its event is the general path's (an
-    empty symbol); ``NOT_TAKEN`` when the fast path does not take the message at all
-    (another channel, a field missing or of another type, an empty price, a text that
-    is not JSON). Raises ValueError for a time that is not one, as
-    ``event_from_message`` does. Its two halves, for tests and benchmarks, run the same
-    generated lines: ``decode(text)`` (the decoded message, or None when not taken) and
-    ``event(decoded, text, received_at_ns, connection_id, seq)`` (its event, or None)."""
+    empty symbol; an order without an id, a status or a time); ``NOT_TAKEN`` when the
+    fast path does not take the message at all (another channel, a field missing or of
+    another type, an empty price, a text that is not JSON). Raises ValueError for a
+    ticker time that is not one, as ``event_from_message`` does. Its two halves, for
+    tests and benchmarks, run the same generated lines: ``decode(text)`` (the decoded
+    message, or None when not taken) and ``event(decoded, text, received_at_ns,
+    connection_id, seq)`` (its event, or None)."""
 
     def __init__(self, profile: ServiceProfile) -> None:
         self.profile = profile

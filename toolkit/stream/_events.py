@@ -115,8 +115,9 @@ class SessionEvent(msgspec.Struct, frozen=True):
 
 class RawEvent(msgspec.Struct, frozen=True):
     """A data message kept as sent, never dropped: of a channel this version does not know
-    (``error`` empty), or of a known channel whose payload does not match the profile
-    (``error`` says which field is missing and which profile setting names it)."""
+    (``error`` empty), or of a known channel whose payload does not match the profile or
+    the spec (``error`` says which field is missing or of the wrong type, and which
+    profile setting or spec field it is)."""
 
     channel: str
     received_at_ns: int
@@ -135,8 +136,10 @@ _MISSING: Any = object()
 
 
 class PayloadMismatch(ValueError):
-    """A payload lacks a field the profile maps: ``setting`` is the profile setting that
-    names it (e.g. ``payloads.ticker_symbol``)."""
+    """A payload lacks a field the profile maps or the spec requires, or is not of the
+    type it must be: ``setting`` is the profile setting that names it (e.g.
+    ``payloads.ticker_symbol``), or ``<channel>.<field>`` for a field the spec fixes
+    (e.g. ``watchorders.updatedAt``, ``watchorders.message`` for the payload itself)."""
 
     def __init__(self, message: str, *, channel: str, setting: str) -> None:
         super().__init__(message)
@@ -152,6 +155,8 @@ def canonical_status(status: Any) -> str:
 def _float(value: Any) -> float:
     if value is None or value == "":
         return float("nan")
+    if value.__class__ is bool:  # float(True) is 1.0: a price it is not
+        raise ValueError(f"not a number: {value!r}")
     return float(value)
 
 
@@ -200,10 +205,18 @@ def _get(payload: Any, path: Path) -> Any:
     return value
 
 
+def _kind(value: Any) -> str:
+    """``null``, ``a list``, ``an int``: what a JSON value is, for an error."""
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def _present(payload: Any) -> str:
     if isinstance(payload, Mapping):
         return ", ".join(map(str, payload)) or "none"
-    return f"none (the payload is a {type(payload).__name__})"
+    return f"none (the payload is {_kind(payload)})"
 
 
 def _mismatch(what: str, payload: Any, path: str, setting: str, channel: str) -> PayloadMismatch:
@@ -375,6 +388,37 @@ def order_id_of(order: Mapping[str, Any]) -> str:
     return "" if value is None else str(value)
 
 
+def _status_raw(order: Mapping[str, Any]) -> str:
+    """The ``status`` of an order body as sent, as text ("" when it has none)."""
+    value = order.get("status")
+    return "" if value is None else str(value)
+
+
+def _order_ms(value: Any, unit: str) -> int:
+    """``updatedAt`` of a notification in Unix milliseconds; 0 (unknown) when missing,
+    empty, 0 or not a Unix time."""
+    try:
+        return _epoch_ms(value, unit)
+    except ValueError:
+        return 0
+
+
+def _order_mismatch(order: Mapping[str, Any], field: str, channel: str) -> PayloadMismatch:
+    if field == "id":
+        names = ", ".join(repr(n) for n in ID_CANDIDATES if n != "id")
+        what = f"no order id ('id', nor any of {names})"
+    else:
+        name = "'status'" if field == "status" else "'updatedAt' that is a Unix time"
+        got = f" (got {order[field]!r})" if field in order else ""
+        what = f"no {name}{got}"
+    return PayloadMismatch(
+        f"{channel} notification has {what} (spec 2.4: a base field of every order); "
+        f"fields present: {_present(order)}",
+        channel=channel,
+        setting=f"{channel}.{field}",
+    )
+
+
 def order_event(
     order: Mapping[str, Any],
     *,
@@ -385,22 +429,40 @@ def order_event(
     reconciled: bool = False,
     channel: str = "watchorders",
     profile: ServiceProfile = DEFAULT_PROFILE,
+    strict: bool = False,
 ) -> OrderEvent:
     """An OrderEvent for an order object (a notification or a fetchOrder response).
 
     ``updated_at_ms`` is ``updatedAt`` in milliseconds (seconds detected by magnitude
-    under the profile's ``orders.timestamp_unit`` ``auto``), 0 when the body has none."""
-    status_raw = str(order.get("status", ""))
+    under the profile's ``orders.timestamp_unit`` ``auto``), 0 when the body has none.
+
+    With ``strict`` (a ``watchOrders`` notification), a body without an order id, a
+    ``status`` or an ``updatedAt`` that is a Unix time (not 0) raises PayloadMismatch
+    naming the field (``setting`` ``watchorders.id``, ``.status``, ``.updatedAt``).
+    Without it (a REST read) the id and status are then "" and the time 0, which
+    ``OrderBook.apply`` refuses to put over a known state; a time that is not one raises
+    ValueError."""
+    status_raw = _status_raw(order)
+    status = canonical_status(status_raw)
+    order_id = order_id_of(order)
+    unit = profile.orders.timestamp_unit
+    if strict:
+        updated = _order_ms(order.get("updatedAt"), unit)
+        for field, value in (("id", order_id), ("status", status), ("updatedAt", updated)):
+            if not value:
+                raise _order_mismatch(order, field, channel)
+    else:
+        updated = _epoch_ms(order.get("updatedAt"), unit)
     return OrderEvent(
         channel=channel,
         received_at_ns=received_at_ns,
         connection_id=connection_id,
         seq=seq,
         raw=raw,
-        order_id=order_id_of(order),
-        status=canonical_status(status_raw),
+        order_id=order_id,
+        status=status,
         status_raw=status_raw,
-        updated_at_ms=_epoch_ms(order.get("updatedAt"), profile.orders.timestamp_unit),
+        updated_at_ms=updated,
         order=dict(order),
         reconciled=reconciled,
     )
@@ -415,11 +477,23 @@ def _list(message: Any, path: tuple[str, Path], setting: str, channel: str) -> l
     return items
 
 
+def _objects(items: list[Any], what: str, setting: str, channel: str) -> list[Any]:
+    """``items`` when each is an object; else PayloadMismatch naming the first that is not
+    (one bad element spoils the message, as one missing a field does)."""
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise PayloadMismatch(
+                f"{channel} {what} {i} is {_kind(item)}, not an object (profile {setting})",
+                channel=channel,
+                setting=setting,
+            )
+    return items
+
+
 def _balances(message: Any, m: _Mapping, channel: str) -> tuple[dict[str, Any], ...]:
     out = []
-    for item in _list(message, m.balance_list, "payloads.balance_list", channel):
-        if not isinstance(item, Mapping):
-            continue
+    items = _list(message, m.balance_list, "payloads.balance_list", channel)
+    for item in _objects(items, "balance", "payloads.balance_list", channel):
         balance = dict(item)
         for canonical, path, compiled, setting in m.balance:
             value = _get(item, compiled)
@@ -448,10 +522,13 @@ def event_from_message(
     version does not know gives a RawEvent.
 
     A payload that lacks a field the profile maps never becomes an event with an empty
-    symbol or NaN prices: it gives a RawEvent whose ``error`` names the field and the
-    profile setting (logged once per setting, not per message), or, with ``strict``,
-    raises PayloadMismatch. Raises ValueError when ``raw`` is not a data message or a
-    field cannot be converted.
+    symbol or NaN prices, nor an order notification without an id, a status or an
+    ``updatedAt`` an OrderEvent, nor a payload (or list element) that is not an object
+    an empty event: it gives a RawEvent whose ``error`` names the field and the profile
+    setting or spec field (logged once per setting, not per message), or, with
+    ``strict``, raises PayloadMismatch. Raises ValueError when ``raw`` is not a data
+    message or a field cannot be converted (a price that is not a number, a boolean
+    included).
     """
     if not isinstance(raw, Mapping) or "channel" not in raw:
         raise ValueError("not a data message: expected an object with 'channel' and 'message'")
@@ -462,7 +539,14 @@ def event_from_message(
         if channel == "watchticker":
             what = "watchticker payload"
             return _ticker(message, m, channel, received_at_ns, connection_id, seq, raw, what)
-        if channel == "watchorders" and isinstance(message, Mapping):
+        if channel == "watchorders":
+            if not isinstance(message, Mapping):
+                raise PayloadMismatch(
+                    f"watchorders payload is {_kind(message)}, not an object (spec 2.4: "
+                    "an order notification)",
+                    channel=channel,
+                    setting="watchorders.message",
+                )
             return order_event(
                 message,
                 received_at_ns=received_at_ns,
@@ -471,6 +555,7 @@ def event_from_message(
                 raw=raw,
                 channel=channel,
                 profile=profile,
+                strict=True,
             )
         common: dict[str, Any] = {
             "channel": channel,
@@ -484,8 +569,7 @@ def event_from_message(
             items = _list(message, m.tickers_list, "payloads.tickers_list", channel)
             tickers = tuple(
                 _ticker(t, m, channel, received_at_ns, connection_id, seq, None, what)
-                for t in items
-                if isinstance(t, Mapping)
+                for t in _objects(items, "element", "payloads.tickers_list", channel)
             )
             return TickersEvent(**common, tickers=tickers)
         if channel == "watchbalance":

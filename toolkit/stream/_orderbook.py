@@ -90,7 +90,11 @@ class OrderBook:
     state with the newest ``updatedAt``: stale and duplicate notifications are ignored,
     ``closed`` and ``CLOSED`` are one status. A REST read (``reconciled``) wins a tie with
     a notification; between two notifications stamped alike, the one further along the
-    life cycle wins, and a final state is only left for a strictly newer one.
+    life cycle wins, and a final state is only left for a known, strictly newer
+    ``updatedAt``. A state without an order id or a status, or without an ``updatedAt``
+    over a state that has one, is refused. ``ignored`` counts the states not applied
+    (stale, duplicate or refused), ``refused`` the refused ones; the first refusal of
+    each kind is logged as a warning, the others at debug level.
 
     ``run`` subscribes ``watchOrders`` and reconciles at start and after every ``gap`` of
     the session (and every ``reconcile_interval`` seconds when set, which also covers a
@@ -143,6 +147,9 @@ class OrderBook:
         #: completed reconciliations (tests and views wait on it)
         self.reconciles = 0
         self.ignored = 0
+        self.refused = 0
+        #: kinds of refusal already logged as a warning
+        self._refusals_said: set[str] = set()
 
     def __repr__(self) -> str:
         active = sum(1 for s in self._orders.values() if not s.final)
@@ -186,12 +193,12 @@ class OrderBook:
             event = order_event(
                 event, received_at_ns=time.time_ns(), reconciled=reconciled, profile=self.profile
             )
-        if not event.order_id:
+        current = self._orders.get(event.order_id) if event.order_id else None
+        verdict = self._judge(event, current)
+        if verdict is not True:
             self.ignored += 1
-            return None
-        current = self._orders.get(event.order_id)
-        if current is not None and not self._newer(event, current):
-            self.ignored += 1
+            if verdict:
+                self._refuse(event, *verdict)
             return None
         transition = Transition(
             event.status,
@@ -227,16 +234,46 @@ class OrderBook:
         return event
 
     @staticmethod
-    def _newer(event: OrderEvent, current: OrderState) -> bool:
-        if event.updated_at_ms != current.updated_at_ms:
-            return event.updated_at_ms > current.updated_at_ms
+    def _judge(event: OrderEvent, current: OrderState | None) -> bool | tuple[str, str]:
+        """True: apply ``event``; False: stale or a duplicate; else ``(kind, why)``: a
+        state refused (it would put a guess over what the book knows)."""
+        if not event.order_id:
+            return "id", "it has no order id"
+        if not event.status:
+            return "status", "it has no status"
+        if current is None:
+            return True
+        new, old = event.updated_at_ms, current.updated_at_ms
+        if not new and old:
+            return "time", f"it has no updatedAt; the book holds {current.status} of {old}"
+        if current.final and not (new and old and new > old):
+            if event.status == current.status or (new and new < old):
+                return False  # a duplicate, or stale
+            if not old:
+                why = f"the book holds the final {current.status} without an updatedAt"
+                return "final", f"{why}: {event.status} cannot be told newer"
+            if event.reconciled:
+                why = f"it has the updatedAt ({old}) of the final {current.status}"
+                return "final", f"{why}; a final state is only left for a newer one"
+            return False  # a step of the same millisecond, delivered late
+        if new != old:
+            return new > old
         if event.status == current.status:
             return False  # a duplicate (or the same state read twice)
         if event.reconciled:
             return True  # REST is the source of truth
-        if current.final:
-            return False
         return _progress(event.status) > _progress(current.status)
+
+    def _refuse(self, event: OrderEvent, kind: str, why: str) -> None:
+        self.refused += 1
+        source = "REST read" if event.reconciled else "notification"
+        text = "OrderBook refused a %s of order %r (%s): %s"
+        args = (source, event.order_id, event.status_raw or "no status", why)
+        if kind in self._refusals_said:
+            _log.debug(text, *args)
+            return
+        self._refusals_said.add(kind)
+        _log.warning(text + " (the first of its kind; all are counted in .refused)", *args)
 
     def _evict(self) -> None:
         while len(self._finished) > self._history_limit:

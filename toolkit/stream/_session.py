@@ -39,6 +39,7 @@ from toolkit.stream._connection import (
     _ConnectionKeeping,
 )
 from toolkit.stream._events import Event, SessionEvent, SessionKind
+from toolkit.stream._failures import CallbackFailures
 from toolkit.stream._keepalive import (
     UNSET,
     ConfirmationTimeout,
@@ -79,12 +80,16 @@ class _State(Enum):
 @dataclass(frozen=True, slots=True)
 class StreamStats:
     """Counters of a session: data messages received, events dropped by full queues,
-    reconnects done, and the id of the current connection."""
+    reconnects done, the id of the current connection, messages ignored as malformed
+    (not JSON, not an object, no channel, a field that cannot be converted; each one
+    logged) and failures of callbacks (each distinct one logged once)."""
 
     received: int
     dropped: int
     reconnects: int
     connection_id: str
+    malformed: int = 0
+    callback_errors: int = 0
 
 
 class StreamSession(_ConnectionKeeping):
@@ -116,14 +121,16 @@ class StreamSession(_ConnectionKeeping):
     ``stream.max_duration_s``). One action (subscribe, unsubscribe, keep-alive) is
     outstanding on a connection at a time, and a reply only answers the one it fits
     (``PendingRequest.matches``): a confirmation text per the profile's templates.
-    When ``reconnect`` is true, reconnection with
-    capped exponential backoff and jitter after a drop, a server close or a network
-    error, each attempt with a token from ``client.atoken()`` (a refusal forces one new
-    signin). Every subscription is restored and confirmed, then SessionEvents
-    ``resubscribed`` and ``gap`` (from when the drop was noticed to when the
-    subscriptions were back) are emitted. ``retry_on(exc)`` decides which errors are
-    retried (default: ``default_retry``); one that is not ends the session, and
-    ``async for`` raises it. ``sleep`` is how backoff waits (tests pass a fast one).
+    When ``reconnect`` is true, reconnection with capped exponential backoff and jitter
+    after a drop, a server close or a network error, each attempt with a token from
+    ``client.atoken()`` (a refusal forces one new signin). The backoff keeps growing
+    while connections keep dropping: it starts again from its initial delay only after
+    the session stayed connected for ``backoff.healthy_after`` seconds (``Backoff``).
+    Every subscription is restored and confirmed, then SessionEvents ``resubscribed``
+    and ``gap`` (from when the drop was noticed to when the subscriptions were back) are
+    emitted. ``retry_on(exc)`` decides which errors are retried (default:
+    ``default_retry``); one that is not ends the session, and ``async for`` raises it.
+    ``sleep`` is how backoff waits (tests pass a fast one).
 
     A token refusal raises AuthenticationError after one retry with a fresh token,
     whether the service refuses it with an HTTP status before the upgrade
@@ -200,6 +207,11 @@ class StreamSession(_ConnectionKeeping):
         self._received = 0
         self._dropped = 0
         self._reconnects = 0
+        self._malformed = 0
+        self._failures = CallbackFailures()
+        self._healthy_since = 0.0  # loop time since which the session is connected
+        #: the caller's subscribe/unsubscribe in flight, announced on its confirmation
+        self._announce: PendingRequest | None = None
         self._logger = _RedactingLogger(logging.getLogger("toolkit.stream.ws"), {})
 
     # -- public surface ----------------------------------------------------------------
@@ -218,7 +230,8 @@ class StreamSession(_ConnectionKeeping):
     @property
     def stats(self) -> StreamStats:
         conn_id = self._conn.id if self._conn else ""
-        return StreamStats(self._received, self._dropped, self._reconnects, conn_id)
+        counts = (self._received, self._dropped, self._reconnects)
+        return StreamStats(*counts, conn_id, self._malformed, self._failures.count)
 
     @property
     def closed(self) -> bool:
@@ -259,6 +272,7 @@ class StreamSession(_ConnectionKeeping):
             raise
         self._install(conn)
         self._ready.set()
+        self._healthy_since = asyncio.get_running_loop().time()
         self._emit_session(conn, "connected", f"connected to {redact_url(self._url('x'))}")
         self._supervisor = asyncio.create_task(self._supervise(), name="toolkit-stream")
 
@@ -293,28 +307,25 @@ class StreamSession(_ConnectionKeeping):
 
         Validated before sending (InvalidRequest, nothing sent). Raises PermissionDenied
         when the API key lacks the channel's permission, ConfirmationTimeout when no
-        confirmation arrives in ``confirm_timeout`` seconds.
-        """
+        confirmation arrives in ``confirm_timeout`` seconds. SessionEvent ``subscribed``
+        is emitted as the confirmation is read, before any data that followed it."""
         name, clean = validate_subscription(channel, data)
-        key = await self._request("subscribe", name, clean)
-        if self._conn is not None:
-            self._emit_session(self._conn, "subscribed", key)
-        return key
+        return await self._request("subscribe", name, clean)
 
     async def unsubscribe(self, channel: str, **data: Any) -> str:
-        """Unsubscribe and wait for the confirmation; returns the key."""
+        """Unsubscribe and wait for the confirmation; returns the key (``unsubscribed``:
+        as for ``subscribed``)."""
         name, clean = validate_subscription(channel, data)
-        key = await self._request("unsubscribe", name, clean)
-        if self._conn is not None:
-            self._emit_session(self._conn, "unsubscribed", key)
-        return key
+        return await self._request("unsubscribe", name, clean)
 
     def add_callback(
         self, fn: Callable[[Event], Any], channels: Iterable[str] | None = None
     ) -> Callable[[], None]:
         """Call ``fn(event)`` for every event (or only for the events of ``channels``,
         any case, ``"_session"`` for session events), in order, on the event loop; returns
-        a function that removes it. An exception in ``fn`` is logged, never propagated."""
+        a function that removes it. An exception in ``fn`` is never propagated: it is
+        counted in ``stats.callback_errors`` and logged with its traceback, once for
+        identical ones (same exception type and text)."""
         chans = None if channels is None else frozenset(c.strip().lower() for c in channels)
         entry = (fn, chans)
         self._callbacks.append(entry)
@@ -334,7 +345,7 @@ class StreamSession(_ConnectionKeeping):
         events do not go through it (use ``add_callback(fn, channels=["_session"])``).
         Messages starting with ``{"channel":`` reach it undecoded: one that is not valid
         JSON is passed on too. Returns a function that removes it; an exception in ``fn``
-        is logged, never propagated."""
+        is never propagated: counted and logged as in ``add_callback``."""
         self._raw_callbacks.append(fn)
 
         def remove() -> None:
@@ -400,6 +411,7 @@ class StreamSession(_ConnectionKeeping):
 
     def _set_closed(self) -> None:
         """Mark the session closed and wake a consumer waiting in ``async for``."""
+        self._failures.summarize()
         self._closed.set()
         if self._main is not None:
             with contextlib.suppress(asyncio.QueueFull):
@@ -424,6 +436,7 @@ class StreamSession(_ConnectionKeeping):
                 conn = self._conn
                 assert conn is not None
                 request = PendingRequest(action, channel, data, self._profile)
+                self._announce = request  # the reader emits (un)subscribed on its answer
                 try:
                     return await self._exchange(conn, request, remaining)
                 except ConnectionClosed as exc:
@@ -437,6 +450,8 @@ class StreamSession(_ConnectionKeeping):
                             f"confirmation ({_describe_end(exc)})"
                         ) from exc
                     self._ready.clear()
+                finally:
+                    self._announce = None
 
     async def _wait_ready(self) -> None:
         while not self._ready.is_set():
@@ -478,6 +493,8 @@ class StreamSession(_ConnectionKeeping):
                 await self._shutdown(conn, graceful=False)
                 self._emit_session(conn, "disconnected", reason)
                 _log.info("stream connection %s ended: %s", conn.id, reason)
+                # the backoff starts again only after a connection that stayed up a while
+                self._backoff.connection_lost(loop.time() - self._healthy_since)
                 refused = refusal_code(exc, conn.answered, self._policy)
                 if refused is not None:
                     # closed before answering anything: the token was refused
@@ -495,6 +512,7 @@ class StreamSession(_ConnectionKeeping):
                 self._install(new)
                 end = time.time_ns()
                 self._ready.set()
+                self._healthy_since = loop.time()
                 self._emit_session(new, "connected", f"reconnected after: {reason}")
                 self._emit_session(new, "resubscribed", ",".join(self._desired))
                 self._emit_session(new, "gap", reason, gap_start_ns=noticed, gap_end_ns=end)
@@ -548,7 +566,7 @@ class StreamSession(_ConnectionKeeping):
             try:
                 fn(text, received, conn_id, seq)
             except Exception:
-                _log.exception("a raw stream callback failed")
+                self._failures.report("a raw stream callback failed", fn)
 
     def _dispatch(self, event: Event) -> None:
         # per message: no exception for a full queue, no copy of the callback list (a
@@ -570,7 +588,7 @@ class StreamSession(_ConnectionKeeping):
             try:
                 fn(event)
             except Exception:
-                _log.exception("a stream callback failed")
+                self._failures.report("a stream callback failed", fn)
 
     def _offer(self, q: asyncio.Queue[Event], event: Event) -> None:
         if q.full():
