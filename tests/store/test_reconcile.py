@@ -355,3 +355,24 @@ def test_a_listing_never_waits_for_the_reader_behind_the_other_sources() -> None
     assert sorted(got) == sorted(
         [(f"m-{i}", "ids") for i in range(1_000)] + [(f"l-{i}", "listing") for i in range(600)]
     )
+
+
+def test_an_order_created_in_the_future_never_moves_the_listing_mark_past_now(
+    tmp_path: Path,
+) -> None:
+    service = Listing(12)
+    future = {**service.orders[1], "id": "l-future", "status": "CLOSED"}
+    future["createdAt"] = future["updatedAt"] = int(time.time() * 1000) + 30 * DAY_MS
+    service.orders.insert(0, future)  # newest first: a wrong clock puts it on top for good
+    store, client = synced(service, tmp_path)
+    with client:
+        # created after the first sync started: the next sync must list and fetch them all
+        now = int(time.time() * 1000) + 1_000
+        new = [
+            {**service.orders[1], "id": f"l-new{i}", "createdAt": now + i, "updatedAt": now + i}
+            for i in range(10)
+        ]
+        service.orders[1:1] = new[::-1]
+        result = store.sync(client)
+    assert sorted(service.fetched) == sorted(o["id"] for o in new)
+    assert any("created after this sync started" in w for w in result.warnings)

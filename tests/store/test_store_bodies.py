@@ -159,7 +159,22 @@ def test_a_body_without_a_string_status_or_type_is_refused_and_not_written(
     service = Bodies({"M1": body, "M2": order("M2")})
     with pytest.raises(InvalidResponse, match=rf"'M1'.*'{field}'"):
         sync(service, tmp_path)
-    assert parts(tmp_path) == []
+    assert "M1" not in set(OrderStore(tmp_path).frames().orders["id"])
+
+
+def test_orders_fetched_before_a_failure_are_kept_and_not_fetched_again(tmp_path: Path) -> None:
+    good = {f"M{i}": order(f"M{i}") for i in range(5)}
+    bad = order("M9")
+    del bad["status"]
+    service = Bodies({**good, "M9": bad})
+    with pytest.raises(InvalidResponse, match="'M9'"):
+        sync(service, tmp_path, concurrency=1)  # one at a time: M0..M4 are fetched first
+    assert set(OrderStore(tmp_path).frames().orders["id"]) == set(good)
+    # the service is fixed: the next sync fetches only what it did not keep
+    service.bodies["M9"] = json.dumps(order("M9")).encode()
+    service.fetched.clear()
+    sync(service, tmp_path)
+    assert service.fetched == ["M9"]
 
 
 # -- files of the store -------------------------------------------------------------------

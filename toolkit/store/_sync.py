@@ -485,7 +485,16 @@ async def run_sync(
     limiter = AdaptiveLimit(workers)
     sent_before = client.rest.sent
     with gated(client.rest, limiter) as gate:
-        await pump(jobs(), work, workers=workers)
+        try:
+            await pump(jobs(), work, workers=workers)
+        except Exception:
+            # the bodies fetched before the failure are whole and checked: keep them, so
+            # the next sync does not fetch them again (the state, written last, is not)
+            try:
+                await writer.flush()
+            except Exception as exc:
+                logger.warning("could not keep the orders fetched before the failure: %s", exc)
+            raise
     await writer.flush()
     for month in sorted(writer.months):
         await asyncio.to_thread(files.compact, month, MAX_FILES_PER_MONTH)
@@ -499,7 +508,17 @@ async def run_sync(
     # the state goes last: an interrupted sync leaves the previous mark, so the next one
     # re-reads that part of the listing (and finds the orders already written)
     if listing_done and listed_newest is not None:
-        state["listing_newest_ms"] = max(listed_newest, newest if isinstance(newest, int) else 0)
+        mark = max(listed_newest, newest if isinstance(newest, int) else 0)
+        if mark > synced_ms:
+            # a createdAt in the future (a skewed or wrong clock) would move the mark past
+            # every order created until then: never further than this sync's start
+            result.warnings.append(
+                f"the listing holds an order created after this sync started "
+                f"({datetime.fromtimestamp(mark / 1000, UTC).isoformat(timespec='seconds')}); "
+                "the listing mark is kept at the sync's start"
+            )
+            mark = synced_ms
+        state["listing_newest_ms"] = mark
     if rec_since is not None:
         old = state.get("recordings_since_ms")
         state["recordings_since_ms"] = (
