@@ -61,6 +61,21 @@ def test_help_lists_the_options() -> None:
     assert args.channels == ["watchOrders"] and args.flush_interval == 1.0
 
 
+@pytest.mark.parametrize("flag", ["--flush-interval", "--rotate-interval", "--duration"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_bad_seconds_are_refused_when_the_arguments_are_read(
+    flag: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = build_parser()
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["record", "--out", str(tmp_path / "r"), flag, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected seconds (a finite number > 0), got '{value}'" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     proc = _record(
         busy_sim,

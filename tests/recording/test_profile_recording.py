@@ -208,3 +208,34 @@ def test_a_profile_whose_paths_conflict_converts_row_by_row() -> None:
     clash = ALT.replace({"payloads.ticker_time": "quote"})  # "quote" is also a parent
     assert _raw._plan(clash).schema is None
     assert _raw._plan(ALT).schema is not None
+
+
+def test_a_root_recorded_under_two_profiles_reads_each_file_under_its_own(
+    tmp_path: Path,
+) -> None:
+    # the same root recorded first under alt, then under the default profile
+    _record(tmp_path, ALT, [alt_messages()[2]])
+    sol = {"symbol": "SOL/BRL", "bid": "7", "ask": "8", "last": "7.5", "timestamp": SEC * 1000}
+    default_tickers = {"channel": "watchtickers", "message": {"tickers": [sol]}}
+    with RecordingWriter(tmp_path, profile=DEFAULT_PROFILE) as writer:
+        writer.add_raw(json.dumps(default_tickers), T0 + 10, "c2", 1)
+
+    pairs = read_recording(tmp_path, "watchtickers")
+    assert list(zip(pairs["connection_id"], pairs["symbol"], pairs["bid"], strict=True)) == [
+        ("c1", "BTC/BRL", 10.0),
+        ("c1", "ETH/BRL", 3.0),
+        ("c2", "SOL/BRL", 7.0),
+    ]
+    assert pairs["updated_at"].notna().all()
+    only_sol = read_recording(tmp_path, "watchtickers", symbols=["SOL/BRL"])
+    assert list(only_sol["symbol"]) == ["SOL/BRL"]
+
+    events = [e for e in replay(tmp_path) if e.channel != "_session"]
+    assert [type(e).__name__ for e in events] == ["TickersEvent", "TickersEvent"]
+    assert [[t.symbol for t in e.tickers] for e in events] == [  # type: ignore[attr-defined]
+        ["BTC/BRL", "ETH/BRL"],
+        ["SOL/BRL"],
+    ]
+    # a profile given explicitly still overrides every file's
+    forced = [e for e in replay(tmp_path, profile=DEFAULT_PROFILE) if e.channel != "_session"]
+    assert type(forced[0]).__name__ == "RawEvent"

@@ -387,3 +387,26 @@ def test_kill_9_at_random_moments_loses_at_most_the_last_flush(tmp_path: Path) -
         this_run = seqs.iloc[starts[-1] :].tolist()
         assert this_run == list(range(1, len(this_run) + 1)), "a hole in recovered data"
         assert this_run[-1] >= last_durable, (trial, this_run[-1], last_durable)
+
+
+def test_a_roll_whose_own_append_rolls_first_hands_each_segment_over_once(
+    tmp_path: Path,
+) -> None:
+    rolled: list[tuple[object, object, int]] = []
+    writer = RecordingWriter(tmp_path, rotate_bytes=300, max_pending_rows=1_000)
+    writer.open()
+    writer.on_roll = rolled.append
+    for seq in range(1, 6):
+        writer.add_raw(TEXT, T0 + seq, "c1", seq)  # in the chunk: not appended yet
+    outer = writer.roll_unsynced()  # its append passes rotate_bytes, which rolls first
+    assert outer is not None and len(rolled) == 1
+    handed = [rolled[0], outer]
+    paths = [closed.path for closed, _, _ in handed]  # type: ignore[attr-defined]
+    assert len(set(paths)) == 2
+    writer.on_roll = None
+    for closed, segment, count in handed:
+        writer.close_segment(segment, count)  # type: ignore[arg-type]
+        writer.convert(closed)  # type: ignore[arg-type]
+    assert writer.backlog_bytes() == writer._segment.size  # type: ignore[union-attr]
+    writer.close()
+    assert read_recording(tmp_path)["seq"].tolist() == [1, 2, 3, 4, 5]

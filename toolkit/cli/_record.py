@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import signal
 import sys
 from typing import Any, TextIO
@@ -13,6 +14,18 @@ from typing import Any, TextIO
 from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args, path_arg
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
 from toolkit.recording._writer import RecorderStats
+
+
+def positive_seconds_arg(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (0, negative, ``nan`` and ``inf``
+    are refused when the arguments are read)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected seconds (a finite number > 0), got {text!r}")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,17 +46,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"repeatable (default: {' '.join(DEFAULT_CHANNELS)})",
     )
     parser.add_argument("--out", type=path_arg, required=True, help="root of the recording")
-    parser.add_argument("--duration", type=float, help="seconds to record (default: until stopped)")
+    parser.add_argument(
+        "--duration",
+        type=positive_seconds_arg,
+        help="seconds to record (default: until stopped)",
+    )
     add_connection_arguments(parser)
     parser.add_argument(
         "--flush-interval",
-        type=float,
+        type=positive_seconds_arg,
         default=1.0,
         help="seconds between fsyncs of the write-ahead log: the most a crash loses (1.0)",
     )
     parser.add_argument(
         "--rotate-interval",
-        type=float,
+        type=positive_seconds_arg,
         default=60.0,
         help="seconds between Parquet files (60)",
     )

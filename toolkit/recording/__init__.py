@@ -25,7 +25,7 @@ __all__ = [
 _EXPORTS = {
     "Recorder": "toolkit.recording._recorder",
     "RecorderStats": "toolkit.recording._stats",
-    "RecorderBusy": "toolkit.recording._writer",
+    "RecorderBusy": "toolkit.recording._root",
     "read_recording": "toolkit.recording._read",
     "read_recording_table": "toolkit.recording._read",
     "order_ids_in_recording": "toolkit.recording._read",
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from toolkit.recording._recorder import Recorder
     from toolkit.recording._replay import Replay, replay
+    from toolkit.recording._root import RecorderBusy
     from toolkit.recording._stats import RecorderStats
-    from toolkit.recording._writer import RecorderBusy
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,16 +2,19 @@
 record at a time and its messages are converted in groups of ``GROUP_ROWS``, each group
 appended as row groups to the files of its (channel, UTC day), so the memory it takes does
 not grow with the segment. Each file is written under a temporary name, fsynced and
-renamed into place (always complete), then the segment is deleted.
+renamed into place (always complete), then the segment is deleted, unless it has bad bytes
+before its end: it is then kept as ``<name>.wal.corrupt``, with a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,27 +32,59 @@ if TYPE_CHECKING:  # pragma: no cover
 #: messages converted at a time: the memory of a conversion is bounded by this, not by the
 #: size of the segment
 GROUP_ROWS = 32_768
+#: the suffix added to a segment kept for its bad bytes (recovery never reads it again)
+CORRUPT_SUFFIX = ".corrupt"
+_log = logging.getLogger("toolkit.recording")
 _HEADER = struct.Struct("<II")
 _MAX_RECORD = 256 * 1024 * 1024
 
 
-def iter_records(path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The payload of every intact record of a segment file, read one at a time; stops
-    silently at the first torn or corrupt record, since everything after it is suspect."""
+@dataclass(slots=True)
+class RecordScan:
+    """Where reading a segment stopped: ``end``, the end of its last intact record, and
+    ``size``, the file's. ``torn``: the bytes after ``end`` (if any) are one record cut
+    short by the end of the file, as a crash while appending it leaves; False when they
+    are bad bytes (a corrupt record, with or without more bytes after it)."""
+
+    size: int = 0
+    end: int = 0
+    torn: bool = True
+
+    @property
+    def ignored(self) -> int:
+        """Bytes after the last intact record."""
+        return self.size - self.end
+
+
+def iter_records(path: str | os.PathLike[str], scan: RecordScan | None = None) -> Iterator[bytes]:
+    """The payload of every intact record of a segment file, read one at a time; stops at
+    the first torn or corrupt record, since everything after it is suspect. ``scan`` (if
+    given) is kept up to date: where the records handed out so far end, and why it
+    stopped."""
+    scan = RecordScan() if scan is None else scan
     with open(path, "rb") as f:
-        if f.read(len(MAGIC)) != MAGIC:
+        scan.size = os.fstat(f.fileno()).st_size
+        magic = f.read(len(MAGIC))
+        if magic != MAGIC:
+            scan.torn = MAGIC.startswith(magic) and scan.size < len(MAGIC)
             return
+        scan.end = len(MAGIC)
         while True:
             head = f.read(_HEADER.size)
             if len(head) < _HEADER.size:
-                return
+                return  # the end, or a header cut short
             length, crc = _HEADER.unpack(head)
             if length > _MAX_RECORD:
+                scan.torn = False
                 return
             payload = f.read(length)
-            if len(payload) < length or zlib.crc32(payload) != crc:
+            if len(payload) < length:
+                return  # a record cut short by the end of the file
+            if zlib.crc32(payload) != crc:
+                scan.torn = False
                 return
             yield payload
+            scan.end += _HEADER.size + length
 
 
 class _PartFiles:
@@ -78,7 +113,12 @@ class _PartFiles:
                 )
                 directory.mkdir(parents=True, exist_ok=True)
                 tmp = directory / f".part-{self.name}.parquet.tmp"
-                writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
+                try:
+                    writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
+                except BaseException:  # it may have made the file before failing
+                    with contextlib.suppress(FileNotFoundError):
+                        tmp.unlink()
+                    raise
                 entry = self._open[key] = (writer, tmp, directory / f"part-{self.name}.parquet")
             writer = entry[0]
             for part in bucket:
@@ -118,7 +158,11 @@ def convert_segment(
 ) -> list[Path]:
     """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
     under ``profile``, which the files' metadata names), then delete it. Same segment, same
-    file names: converting it twice (after a crash mid-way) overwrites, never duplicates."""
+    file names: converting it twice (after a crash mid-way) overwrites, never duplicates.
+
+    The rows before a bad record are converted; a segment with bad bytes (not just a last
+    record cut short by a crash) is then kept as ``<name>.wal.corrupt``, not deleted, and a
+    warning gives the number of bytes not converted."""
     path = Path(segment)
     schema = recording_schema().with_metadata(profile_metadata(profile))
     files = _PartFiles(Path(root), path.stem, compression, schema)
@@ -136,20 +180,24 @@ def convert_segment(
             batches = []
         held = 0
 
+    scan = RecordScan()
     try:
-        for payload in iter_records(path):
+        for payload in iter_records(path, scan):
             head = payload[: len(CHUNK_MARK)]
-            if head == CHUNK_MARK:
-                batch = decode_chunk(payload)
-                batches.append(batch)
-                held += batch.num_rows
-            elif head == _BATCH_MARK:
-                for batch in _decode_batches(memoryview(payload)):
-                    batches.append(batch)
-                    held += batch.num_rows
-            else:
-                rows.append(decode_payload(payload))
-                held += 1
+            try:
+                if head == CHUNK_MARK:
+                    decoded = [decode_chunk(payload)]
+                elif head == _BATCH_MARK:
+                    decoded = list(_decode_batches(memoryview(payload)))
+                else:
+                    rows.append(decode_payload(payload))
+                    decoded = []
+                    held += 1
+            except ValueError:  # intact but malformed: as bad as a failed checksum
+                scan.torn = False
+                break
+            batches.extend(decoded)
+            held += sum(batch.num_rows for batch in decoded)
             if held >= GROUP_ROWS:
                 flush()
         flush()
@@ -157,9 +205,35 @@ def convert_segment(
     except BaseException:
         files.abort()
         raise
-    path.unlink()
+    _dispose(path, scan)
     _release_memory()
     return written
+
+
+def _dispose(path: Path, scan: RecordScan) -> None:
+    """Delete a converted segment; keep one with bad bytes (renamed, never converted again),
+    warning how many bytes were not converted."""
+    if scan.ignored and not scan.torn:
+        kept = path.with_name(path.name + CORRUPT_SUFFIX)
+        os.replace(path, kept)
+        _log.warning(
+            "write-ahead segment %s has %d bytes that are not intact records (from byte %d "
+            "of %d): the rows before them are converted, the segment is kept as %s",
+            path,
+            scan.ignored,
+            scan.end,
+            scan.size,
+            kept.name,
+        )
+        return
+    if scan.ignored:
+        _log.warning(
+            "write-ahead segment %s ends with %d bytes of a record cut short (a crash, or a "
+            "failed write that could not be undone): ignored",
+            path,
+            scan.ignored,
+        )
+    path.unlink()
 
 
 def _release_memory() -> None:

@@ -4,12 +4,14 @@ Parquet, so that the conversion never competes for the GIL with the receiving lo
 The recorder starts it with ``ConverterProcess.start`` and sends it the path of each
 closed segment, one per line on its stdin. The converter says ``ready`` once started, then
 answers one JSON line per segment on its stdout, in order: ``{"done": path, "files": n}``
-or ``{"failed": path, "error": text}``. It ends after the line ``exit``, once every
-segment sent before it is converted. It runs at a lower CPU priority, shares the root's
-lock with the recorder (the descriptor is inherited: a new recorder cannot open the root
-while a conversion is running), and is killed with its parent (Linux), whose segments the
-next recorder then recovers. A converter that cannot start or dies leaves its segments in
-the backlog: the recorder converts them in a thread of its own instead.
+or ``{"failed": path, "error": text}``, with ``"warnings": [text, ...]`` when the
+conversion warned (a segment kept for its bad bytes), which the recorder logs. It ends
+after the line ``exit``, once every segment sent before it is converted. It runs at a
+lower CPU priority, shares the root's lock with the recorder (the descriptor is
+inherited: a new recorder cannot open the root while a conversion is running), and is
+killed with its parent (Linux), whose segments the next recorder then recovers. A
+converter that cannot start or dies leaves its segments in the backlog: the recorder
+converts them in a thread of its own instead.
 
     python -m toolkit.recording._convert CONFIG_JSON
 """
@@ -61,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     from toolkit.recording._raw import warm_up
 
     warm_up(profile)
+    warnings: list[str] = []
+    collect = _Collect(warnings)
+    _log.addHandler(collect)
+    _log.propagate = False  # said in the replies, logged by the recorder
     out = sys.stdout
     out.write("ready\n")  # imports done: nothing of the start-up competes with a recording
     out.flush()
@@ -76,9 +82,23 @@ def main(argv: list[str] | None = None) -> int:
             reply: dict[str, Any] = {"failed": path, "error": f"{type(exc).__name__}: {exc}"}
         else:
             reply = {"done": path, "files": len(files)}
+        if warnings:
+            reply["warnings"] = list(warnings)
+            warnings.clear()
         out.write(json.dumps(reply) + "\n")
         out.flush()
     return 0
+
+
+class _Collect(logging.Handler):
+    """The converter's warnings, kept for its next reply."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
 
 
 def _env() -> dict[str, str]:
@@ -179,6 +199,8 @@ class ConverterProcess:
                 reply = json.loads(line)
             except ValueError:
                 continue
+            for text in reply.get("warnings", ()):
+                _log.warning("%s", text)
             if "done" in reply:
                 path = Path(reply["done"])
                 self.writer.converted(path, int(reply.get("files", 0)))

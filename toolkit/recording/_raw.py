@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from toolkit.profile import DEFAULT_PROFILE, Payloads, ServiceProfile
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, bucket_rows
-from toolkit.recording._rows import NS_PER_DAY, RawItem, recording_schema, rows_from_raw
+from toolkit.recording._rows import (
+    NS_PER_DAY,
+    SESSION_CHANNEL,
+    UNPARSED_CHANNEL,
+    RawItem,
+    recording_schema,
+    rows_from_raw,
+)
 from toolkit.recording._wal import Row, decode_payload, iter_payloads
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -316,6 +323,10 @@ def _extract(raw: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE) -> pa.Tab
     channel = pc.utf8_lower(parsed.column("channel").combine_chunks())
     if channel.null_count:
         raise _Fallback  # not an object with a text channel
+    # the session channel's name is the recorder's own: a data message never files there
+    claims_session = pc.equal(channel, SESSION_CHANNEL)
+    if pc.any(claims_session).as_py():
+        channel = pc.if_else(claims_session, UNPARSED_CHANNEL, channel)
     message = parsed.column("message").combine_chunks()
 
     def field_(path: str) -> Any:

@@ -117,10 +117,42 @@ def _files(root: str | os.PathLike[str]) -> list[str]:
     return sorted(str(f) for f in Path(root).glob("channel=*/date=*/*.parquet"))
 
 
+#: the column pyarrow adds for the file a row was read from
+FILE_COLUMN = "__filename"
+
+
+def file_profile(path: str) -> ServiceProfile:
+    """The profile one file's columns were extracted under, as its metadata names it;
+    the default for a file without it."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_schema(path).metadata
+    except (OSError, ValueError):
+        return DEFAULT_PROFILE
+    found = profile_from_metadata(metadata)
+    return DEFAULT_PROFILE if found is None else found
+
+
+def file_profiles(paths: Iterable[str]) -> dict[str, ServiceProfile]:
+    """Each file's profile (``file_profile``), equal profiles shared as one object."""
+    shared: dict[str, ServiceProfile] = {}
+    out = {}
+    for path in paths:
+        profile = file_profile(path)
+        out[path] = shared.setdefault(_profile_key(profile), profile)
+    return out
+
+
+def _profile_key(profile: ServiceProfile) -> str:
+    return repr((profile.name, profile.payloads, profile.orders))
+
+
 def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
     """The profile a recording's columns were extracted under, as its files' metadata
     name it (payload mapping and time unit); the default for files without it. When the
-    files disagree, the most recent one's, with a warning."""
+    files disagree, the most recent one's, with a warning (``read_recording`` and
+    ``replay`` read each file under its own)."""
     import pyarrow.parquet as pq
 
     found: dict[str, tuple[str, ServiceProfile]] = {}
@@ -131,7 +163,7 @@ def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
             continue
         profile = profile_from_metadata(metadata)
         if profile is not None:
-            key = repr((profile.name, profile.payloads, profile.orders))
+            key = _profile_key(profile)
             name = Path(path).name  # part-<clock ns>-...: time order
             if key not in found or found[key][0] < name:
                 found[key] = (name, profile)
@@ -140,8 +172,8 @@ def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
     latest = max(found.values(), key=lambda item: item[0])[1]
     if len(found) > 1:
         _log.warning(
-            "recording %s was written under %d different profiles; reading it under the "
-            "latest (%r)",
+            "recording %s was written under %d different profiles; the latest is %r (its "
+            "reads and replay take each file's own)",
             root,
             len(found),
             latest.name,
@@ -187,7 +219,37 @@ def read_recording_table(
     seq); same filters as :func:`read_recording`, plus ``dates`` (``YYYY-MM-DD``
     partitions to read). ``per_pair``: one row per pair of each ``watchtickers`` message
     instead of one per message (as recorded); by default when ``channel`` names
-    ``watchtickers``."""
+    ``watchtickers``. Pairs are read under each file's own profile (``profile``
+    overrides)."""
+    return read_table(
+        root,
+        channel,
+        start=start,
+        end=end,
+        symbols=symbols,
+        columns=columns,
+        dates=dates,
+        per_pair=per_pair,
+        profile=profile,
+    )
+
+
+def read_table(
+    root: str | os.PathLike[str],
+    channel: str | Iterable[str] | None = None,
+    *,
+    start: TimeLike | None = None,
+    end: TimeLike | None = None,
+    symbols: Sequence[str] | None = None,
+    columns: ColumnsArg = None,
+    dates: Sequence[str] | None = None,
+    per_pair: bool | None = None,
+    profile: ServiceProfile | None = None,
+    with_file: bool = False,
+) -> pa.Table:
+    """``read_recording_table``; ``with_file``: plus the ``__filename`` column, the file
+    each row was read from (for its profile)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -199,7 +261,8 @@ def read_recording_table(
     schema = recording_schema()
     dataset = _dataset(root)
     if dataset is None:
-        return schema.empty_table().select(wanted)
+        empty = schema.empty_table().select(wanted)
+        return empty.append_column(FILE_COLUMN, pa.array([], pa.string())) if with_file else empty
 
     expr: Any = None
 
@@ -233,15 +296,41 @@ def read_recording_table(
         both(keep)
     sort_keys = ["received_at", "connection_id", "seq"]
     extra = ["channel", "raw"] if per_pair else []
+    if with_file or (per_pair and profile is None):
+        extra.append(FILE_COLUMN)
     read_cols = list(dict.fromkeys([*wanted, *sort_keys, *extra]))
     table = dataset.to_table(columns=read_cols, filter=expr)
     if per_pair:
         if profile is None:
-            profile = recording_profile(root)
-        table = explode_tickers(table, profile, wanted_symbols)
+            table = _explode_per_file(table, wanted_symbols)
+        else:
+            table = explode_tickers(table, profile, wanted_symbols)
     table = table.sort_by([(k, "ascending") for k in sort_keys])
     # files from an older writer could differ in nullability or order: cast to the schema
-    return table.select(wanted).cast(_select_schema(schema, wanted))
+    out = table.select(wanted).cast(_select_schema(schema, wanted))
+    return out.append_column(FILE_COLUMN, table.column(FILE_COLUMN)) if with_file else out
+
+
+def _explode_per_file(table: pa.Table, symbols: Sequence[str] | None) -> pa.Table:
+    """``explode_tickers`` with each ``watchtickers`` row read under the profile of the
+    file it came from (a root recorded under two profiles reads right)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    files = table.column(FILE_COLUMN)
+    is_ts = pc.equal(table.column("channel"), TICKERS_CHANNEL)
+    profiles = file_profiles(pc.unique(files.filter(is_ts)).to_pylist())
+    groups: dict[int, tuple[ServiceProfile, list[str]]] = {}
+    for path, profile in profiles.items():
+        groups.setdefault(id(profile), (profile, []))[1].append(path)
+    if len(groups) <= 1:
+        only = next(iter(groups.values()))[0] if groups else DEFAULT_PROFILE
+        return explode_tickers(table, only, symbols)
+    parts = [table.filter(pc.invert(is_ts))]
+    for profile, paths in groups.values():
+        mine = pc.and_(is_ts, pc.is_in(files, value_set=pa.array(paths, pa.string())))
+        parts.append(explode_tickers(table.filter(mine), profile, symbols))
+    return pa.concat_tables(parts)
 
 
 def _select_schema(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:

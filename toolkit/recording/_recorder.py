@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._convert import ConverterProcess
@@ -44,6 +45,7 @@ from toolkit.recording._writer import (
     RecorderStats,
     RecordingWriter,
     check_root,
+    positive_seconds,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,6 +87,11 @@ class Recorder:
     ``stats.dropped`` and recorded as a ``dropped`` session row.
     ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``).
 
+    A failed write of the write-ahead log (a full disk) never tears it: the messages of
+    that chunk are dropped, counted in ``stats.dropped`` and recorded as a ``dropped``
+    session row, and the run ends with the ``OSError`` (at the next flush, or when it
+    stops), after writing everything it still can.
+
     The extracted columns (symbol, order id, status, updatedAt, bid/ask/last) are read
     where ``profile`` says (by default the client's ``profile``); every file names it in
     its Parquet metadata, so ``read_recording`` and ``replay`` read it back the same way.
@@ -98,7 +105,8 @@ class Recorder:
     channels : sequence of str
         Channel specs, e.g. ``"watchTicker:BTC/BRL"``; validated at once.
     flush_interval : float
-        Seconds between fsyncs of the write-ahead segment: the most a crash can lose.
+        Seconds between fsyncs of the write-ahead segment: the most a crash can lose
+        (finite, > 0; otherwise ``InvalidRequest``, as for every bad value here).
     rotate_interval, rotate_bytes, rotate_rows : float, int, int
         A segment goes to the converter after this long, this size or this many rows.
     max_pending_rows, max_pending_bytes : int
@@ -143,10 +151,9 @@ class Recorder:
         from toolkit.stream._channels import parse_channel_spec
 
         root = check_root(root)
-        if flush_interval <= 0:
-            raise ValueError("flush_interval must be > 0")
+        flush_interval = positive_seconds("flush_interval", flush_interval)
         if converter not in ("process", "thread"):
-            raise ValueError("converter must be 'process' or 'thread'")
+            raise InvalidRequest(f"converter must be 'process' or 'thread'; got {converter!r}")
         # validate every spec now, before anything connects
         self.subscriptions = [parse_channel_spec(spec) for spec in channels]
         self.channels = tuple(channels)
@@ -217,8 +224,11 @@ class Recorder:
         return task.result()
 
     async def run(self, duration: float | None = None) -> RecorderStats:
-        """Record until cancelled, or for ``duration`` seconds; always ends with every
-        received row in Parquet. Returns the final stats."""
+        """Record until cancelled, or for ``duration`` seconds (finite, > 0); always ends
+        with every received row in Parquet. Returns the final stats; raises the
+        ``OSError`` of a failed write, once everything else is written."""
+        if duration is not None:
+            duration = positive_seconds("duration", duration)
         writer = self.writer
         await asyncio.to_thread(writer.open, warm=self.converter != "process")
         self._io_lock = asyncio.Lock()
@@ -340,6 +350,7 @@ class Recorder:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at = loop.time() + self.flush_interval
+            writer.check()  # a failed append on the receiving path ends the run
             async with self._lock():
                 fd, count = writer.flush_buffers()
                 await _shielded(asyncio.to_thread(writer.fsync, fd, count))

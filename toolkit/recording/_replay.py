@@ -11,12 +11,20 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.recording._read import TimeLike, _dataset, read_recording_table, recording_profile
+from toolkit.recording._read import FILE_COLUMN, TimeLike, _dataset, file_profiles, read_table
 from toolkit.recording._rows import SESSION_CHANNEL
 from toolkit.stream._events import Event, SessionEvent, event_from_message
 
@@ -46,13 +54,19 @@ def _ns_list(column: Any) -> list[int | None]:
 
 
 def events_from_table(
-    table: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE
+    table: pa.Table,
+    profile: ServiceProfile = DEFAULT_PROFILE,
+    *,
+    profiles: Mapping[str, ServiceProfile] | None = None,
 ) -> Iterator[Event]:
     """The events of recorded rows, in the table's order: data rows through
     ``event_from_message`` under ``profile`` (exactly as the live stream builds them),
     session rows as ``SessionEvent``s. A data row whose raw text is not a data message is
-    skipped."""
-    for batch in table.select(_COLUMNS).to_batches(max_chunksize=_BATCH):
+    skipped. ``profiles``: the profile of each file, for a table with the ``__filename``
+    column of ``read_table(..., with_file=True)`` (``profile`` for a file not in it)."""
+    by_file = profiles is not None and FILE_COLUMN in table.column_names
+    columns = [*_COLUMNS, FILE_COLUMN] if by_file else _COLUMNS
+    for batch in table.select(columns).to_batches(max_chunksize=_BATCH):
         received = _ns_list(batch.column("received_at"))
         conns = batch.column("connection_id").to_pylist()
         seqs = batch.column("seq").to_pylist()
@@ -62,6 +76,7 @@ def events_from_table(
         gap_starts = _ns_list(batch.column("gap_start"))
         gap_ends = _ns_list(batch.column("gap_end"))
         raws = batch.column("raw").to_pylist()
+        files = batch.column(FILE_COLUMN).to_pylist() if by_file else None
         for i in range(batch.num_rows):
             recv = received[i] or 0
             conn = conns[i] or ""
@@ -79,10 +94,13 @@ def events_from_table(
                     gap_end_ns=gap_ends[i],
                 )
                 continue
+            mapping = profile
+            if files is not None and profiles is not None:
+                mapping = profiles.get(files[i], profile)
             try:
                 message = json.loads(raws[i])
                 yield event_from_message(
-                    message, received_at_ns=recv, connection_id=conn, seq=seq, profile=profile
+                    message, received_at_ns=recv, connection_id=conn, seq=seq, profile=mapping
                 )
             except (TypeError, ValueError):
                 continue  # a row the live stream would have ignored too
@@ -136,9 +154,11 @@ class Replay:
         return sorted(dates)
 
     def _events(self) -> Iterator[Event]:
-        profile = self.profile if self.profile is not None else recording_profile(self.root)
+        import pyarrow.compute as pc
+
+        own = self.profile is None  # each file's own profile, from its metadata
         for date in self._dates():
-            table = read_recording_table(
+            table = read_table(
                 self.root,
                 self.channels,
                 start=self.start,
@@ -147,8 +167,14 @@ class Replay:
                 columns=_COLUMNS,
                 dates=[date],
                 per_pair=False,
+                with_file=own,
             )
-            yield from events_from_table(table, profile)
+            if self.profile is not None:
+                yield from events_from_table(table, self.profile)
+                continue
+            data = pc.not_equal(table.column("channel"), SESSION_CHANNEL)
+            paths = pc.unique(table.column(FILE_COLUMN).filter(data)).to_pylist()
+            yield from events_from_table(table, profiles=file_profiles(paths))
 
     def _delays(self) -> Iterator[tuple[Event, float]]:
         """Each event with how long to wait before handing it out (0 when unpaced)."""
@@ -204,8 +230,8 @@ def replay(
     ``speed=None`` hands events out as fast as possible; ``speed=1.0`` keeps the recorded
     spacing (``2.0`` halves it), waiting with ``sleep`` (sync) or ``asleep`` (async) on
     ``clock`` (monotonic seconds) - tests inject a fake clock. ``channels``, ``start``,
-    ``end`` and ``symbols`` filter as in ``read_recording``. Events are built under the
-    profile the recording was made under (its files' metadata), or ``profile``.
+    ``end`` and ``symbols`` filter as in ``read_recording``. Each event is built under the
+    profile its file was written under (the file's metadata), or ``profile``.
     """
     return Replay(
         root,

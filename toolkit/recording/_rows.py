@@ -15,13 +15,16 @@ from typing import TYPE_CHECKING, Any
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
 from toolkit.recording._wal import Row
 from toolkit.stream._decode import LazyMessage
-from toolkit.stream._events import OrderEvent, TickerEvent, order_id_of
+from toolkit.stream._events import OrderEvent, SessionEvent, TickerEvent, order_id_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 
 SESSION_CHANNEL = "_session"
+#: channel of a data message whose text is not a JSON object, or that names the session
+#: channel (kept, never dropped, and never taken for one of the recorder's own rows)
+UNPARSED_CHANNEL = "_unparsed"
 #: column names of every Parquet file, in order. One schema for every channel (columns a
 #: channel does not use stay null) so any reader can scan the whole dataset at once.
 COLUMNS: tuple[str, ...] = (
@@ -139,6 +142,13 @@ def partition_dir(root: str | os.PathLike[str], channel: str, date: str) -> Path
 # ---------------------------------------------------------------------------- rows
 
 
+def data_channel(name: Any) -> str:
+    """The channel a data message is filed under: its own, lowercase, except the session
+    channel's name, which only the recorder's own rows may carry."""
+    channel = str(name).lower()
+    return UNPARSED_CHANNEL if channel == SESSION_CHANNEL else channel
+
+
 def _ms(value: Any, unit: str = "auto") -> int | None:
     """Unix milliseconds of a timestamp field (``unit`` as the profile's
     ``orders.timestamp_unit``; ``auto``: seconds detected by magnitude); null when absent,
@@ -184,7 +194,7 @@ def row_from_message(
     Extraction never fails: a missing field or one of an unexpected type becomes null, and
     the whole message is always kept in ``raw`` (new fields of the service stay there).
     """
-    channel = str(raw.get("channel", "")).lower()
+    channel = data_channel(raw.get("channel", ""))
     message = raw.get("message")
     text = raw_text if raw_text is not None else _dumps(raw)
     symbol = order_id = status = None
@@ -235,8 +245,6 @@ def row_from_message(
 
 
 _CHANNEL_PREFIX = re.compile(r'\{\s*"channel"\s*:\s*"([^"\\]*)"')
-#: channel of a data message whose text is not a JSON object (kept, never dropped)
-UNPARSED_CHANNEL = "_unparsed"
 
 
 def row_from_text(
@@ -254,7 +262,7 @@ def row_from_text(
         msg = None
     if not isinstance(msg, Mapping):
         sniffed = _CHANNEL_PREFIX.match(text)
-        channel = sniffed.group(1).lower() if sniffed else UNPARSED_CHANNEL
+        channel = data_channel(sniffed.group(1)) if sniffed else UNPARSED_CHANNEL
         return Row(received_at_ns, connection_id, seq, channel, raw=text)
     return row_from_message(
         msg,
@@ -319,7 +327,7 @@ def row_from_event(event: Any, profile: ServiceProfile = DEFAULT_PROFILE) -> Row
     """The row of a stream event (``toolkit.stream._events``): session events become session
     rows, every other event the row of its data message (read under ``profile``, the one
     the event was built with)."""
-    if event.channel == SESSION_CHANNEL:
+    if isinstance(event, SessionEvent):
         return session_row(
             str(event.kind),
             received_at_ns=event.received_at_ns,

@@ -8,6 +8,8 @@ of numbers and string lengths followed by the UTF-8 strings (see :func:`encode_r
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
 import os
 import struct
@@ -228,26 +230,66 @@ def iter_segment_rows(path: str | os.PathLike[str]) -> Iterator[Row]:
 
 
 class Segment:
-    """One append-only segment file being written. ``write`` hands the bytes to the OS at
-    once (no buffer of ours: a chunk record is written without another copy); ``sync``
-    makes everything written so far durable (fsync)."""
+    """One append-only segment file being written. ``append``/``write`` hand the bytes to
+    the OS at once (no buffer of ours: a chunk record is written without another copy);
+    ``sync`` makes everything written so far durable (fsync).
+
+    An append is whole or absent: when a write fails part way (a full disk), the file is
+    truncated back to where the append began before the error is raised, so no torn
+    record is ever followed by others. When even that truncation fails, the segment is
+    ``broken``: it refuses further appends, and its writer starts another one.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         # O_APPEND + exclusive create: a segment is only ever written by the one
         # recorder that named it
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        #: bytes of whole records (and the magic) in the file
         self.size = 0
         self.closed = False
-        self.write(MAGIC)
+        #: a failed append could not be undone: bytes of a torn record end the file
+        self.broken = False
+        try:
+            self.write(MAGIC)
+        except BaseException:
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            raise
+
+    def append(self, pieces: Iterable[bytes | memoryview]) -> int:
+        """Append ``pieces`` (framed records, or pieces of them) as one unit: all of them,
+        or none when a write fails (the file is truncated back, then the error raised).
+        Returns the number of bytes appended."""
+        if self.broken:
+            raise OSError(errno.EIO, "an earlier failed write could not be undone", str(self.path))
+        start = self.size
+        written = 0
+        try:
+            for piece in pieces:
+                view = memoryview(piece)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+                    written += n
+        except BaseException:
+            if written:
+                self._undo(start)
+            raise
+        self.size = start + written
+        return written
+
+    def _undo(self, start: int) -> None:
+        """Cut a partly written append off the end of the file."""
+        try:
+            os.ftruncate(self._fd, start)
+        except OSError:
+            self.broken = True
 
     def write(self, framed: bytes | memoryview) -> None:
-        """Append already framed records (one or many concatenated, or a piece of one)."""
-        view = memoryview(framed)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        self.size += len(framed)
+        """Append already framed records (one or many concatenated), whole or not at all."""
+        self.append((framed,))
 
     def write_rows(self, rows: Iterable[Row]) -> int:
         """Encode and append rows; returns the number of bytes appended."""
@@ -267,11 +309,15 @@ class Segment:
         os.fsync(self._fd)
 
     def close(self) -> None:
+        """fsync and close (the descriptor is closed even when the fsync fails)."""
         if self.closed:
             return
-        self.sync()
-        os.close(self._fd)
-        self.closed = True
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)
+            self.closed = True
 
     def __repr__(self) -> str:
-        return f"Segment({self.path.name!r}, size={self.size})"
+        broken = ", broken" if self.broken else ""
+        return f"Segment({self.path.name!r}, size={self.size}{broken})"

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import buffer_parts
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._raw import RawBuffer, warm_up
+from toolkit.recording._root import LOCK_NAME, _lock, check_root, positive_seconds, wal_dir
+from toolkit.recording._root import WAL_DIR as WAL_DIR  # re-exported: older imports
+from toolkit.recording._root import RecorderBusy as RecorderBusy
+from toolkit.recording._root import recover as recover
 from toolkit.recording._rows import (
     SESSION_CHANNEL,
     profile_metadata,
@@ -33,50 +37,10 @@ from toolkit.recording._rows import (
 from toolkit.recording._stats import RecorderStats
 from toolkit.recording._wal import SUFFIX, Row, Segment, encode_row
 
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
-
-WAL_DIR = "_wal"
-LOCK_NAME = "LOCK"
-
-
-def check_root(root: str | os.PathLike[str]) -> Path:
-    """``root`` as a Path; InvalidRequest for an empty one (which would be the current
-    directory), before anything is written."""
-    if not os.fspath(root).strip():
-        raise InvalidRequest("the recording root is empty: give the folder to record into")
-    return Path(root)
-
-
-def wal_dir(root: str | os.PathLike[str]) -> Path:
-    return Path(root) / WAL_DIR
-
-
-def recover(
-    root: str | os.PathLike[str],
-    *,
-    compression: str = "zstd",
-    profile: ServiceProfile = DEFAULT_PROFILE,
-) -> list[Path]:
-    """Convert the segments a crashed recorder left in ``ROOT/_wal/`` and delete the
-    temporary files of conversions it did not finish. Call it only while holding the
-    root's lock (``RecordingWriter.open`` does)."""
-    root_path = Path(root)
-    for tmp in root_path.glob("channel=*/date=*/.part-*.parquet.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    files: list[Path] = []
-    for segment in sorted(wal_dir(root).glob(f"*{SUFFIX}")):
-        files.extend(convert_segment(root, segment, compression=compression, profile=profile))
-    return files
+_log = logging.getLogger("toolkit.recording")
 
 
 # --------------------------------------------------------------------- the writer
-
-
-class RecorderBusy(RuntimeError):
-    """Another recorder holds the lock of this root."""
 
 
 _counter = itertools.count()
@@ -106,6 +70,11 @@ class RecordingWriter:
     open segment, the chunk) is past ``max_backlog_bytes``, messages are dropped and
     counted, and a ``dropped`` session row records the span once there is room again.
 
+    A chunk that cannot be appended (a full disk) leaves the segment as it was (see
+    ``Segment``): its messages are dropped and counted the same way (a ``dropped`` row
+    names the error), and the error is kept in ``error``, since the receiving path cannot
+    raise it; ``check`` raises it, and so does ``close`` once everything else is written.
+
     Every method is meant for one thread, except ``fsync`` (see ``flush_buffers``).
     """
 
@@ -124,8 +93,16 @@ class RecordingWriter:
         profile: ServiceProfile = DEFAULT_PROFILE,
     ) -> None:
         self.root = check_root(root)
-        if max_pending_rows < 1 or max_pending_bytes < 1 or max_backlog_bytes < 1:
-            raise ValueError("max_pending_rows, max_pending_bytes, max_backlog_bytes must be > 0")
+        for name, value in (
+            ("rotate_bytes", rotate_bytes),
+            ("rotate_rows", rotate_rows),
+            ("max_pending_rows", max_pending_rows),
+            ("max_pending_bytes", max_pending_bytes),
+            ("max_backlog_bytes", max_backlog_bytes),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidRequest(f"{name} must be a whole number > 0; got {value!r}")
+        positive_seconds("rotate_interval", rotate_interval)
         #: where the columns are read from the payloads (named in every file's metadata)
         self.profile = profile
         self._metadata = profile_metadata(profile)
@@ -152,6 +129,16 @@ class RecordingWriter:
         self._drop_count = 0
         self._drop_first_ns: int | None = None
         self._drop_last_ns: int | None = None
+        #: why the messages of the current drop span were dropped
+        self._drop_reasons: dict[str, None] = {}
+        #: the ``dropped`` row in the chunk, with its count, span and reasons
+        self._unwritten_drop: tuple[Row, int, int | None, int | None, dict[str, None]] | None
+        self._unwritten_drop = None
+        #: the first failed append to a segment (kept for ``check``)
+        self.error: OSError | None = None
+        #: messages dropped since appends began to fail (0: they work)
+        self._failed_drops = 0
+        self._failing = False
         self._last_conn = ""
         self._segment: Segment | None = None
         self._segment_count = 0
@@ -196,7 +183,8 @@ class RecordingWriter:
 
     def close(self) -> list[Path]:
         """Flush, close the last segment, convert every segment still in the backlog (in
-        this process), release the lock."""
+        this process), release the lock; then raise the write failure that dropped
+        messages (``error``), if any."""
         try:
             if self._segment is not None:
                 self.flush()
@@ -204,9 +192,15 @@ class RecordingWriter:
             files: list[Path] = []
             for path, size in list(self._closed.items()):
                 files.extend(self.convert(ClosedSegment(path, size)))
-            return files
         finally:
             self._unlock()
+        self.check()
+        return files
+
+    def check(self) -> None:
+        """Raise the first failed append (``error``): messages were dropped for it."""
+        if self.error is not None:
+            raise self.error
 
     def __enter__(self) -> RecordingWriter:
         self.open()
@@ -250,6 +244,7 @@ class RecordingWriter:
         return self.backlog_bytes() + size > self.max_backlog_bytes
 
     def _drop(self, received_at_ns: int, connection_id: str) -> bool:
+        self._drop_reasons["the recording backlog was full"] = None
         self._drop_count += 1
         self._stats.dropped += 1
         if self._drop_first_ns is None:
@@ -301,12 +296,12 @@ class RecordingWriter:
     def _add_raw_slow(self, text: str, received_at_ns: int, connection_id: str, seq: int) -> bool:
         self._catch_up()
         raw = self._raw
-        if raw.conn is not None and connection_id != raw.conn:
-            self.spill()  # one connection per chunk record
-        elif len(raw) + len(self._pending) >= self.max_pending_rows or (
-            self._pending_bytes >= self.max_pending_bytes
+        if (raw.conn is not None and connection_id != raw.conn) or (  # one per record
+            len(raw) + len(self._pending) >= self.max_pending_rows
+            or self._pending_bytes >= self.max_pending_bytes
         ):
-            self.spill()
+            with contextlib.suppress(OSError):  # counted and kept by ``spill``
+                self.spill()
         size = len(text)
         if self._full(size):
             return self._drop(received_at_ns, connection_id)
@@ -353,26 +348,39 @@ class RecordingWriter:
             len(self._raw) + len(self._pending) >= self.max_pending_rows
             or self._pending_bytes >= self.max_pending_bytes
         ):
-            self.spill()
+            with contextlib.suppress(OSError):  # counted and kept by ``spill``
+                self.spill()
         self._set_room()
 
     def _note_drops(self) -> None:
+        """Turn the drop span into a ``dropped`` row of the chunk; a ``dropped`` row still
+        in the chunk (its append failed) takes it in rather than a second row."""
         count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
+        reasons = self._drop_reasons
         self._drop_count = 0
         self._drop_first_ns = self._drop_last_ns = None
+        self._drop_reasons = {}
+        earlier = self._unwritten_drop
+        if earlier is not None and earlier[0] in self._pending:
+            self._pending.remove(earlier[0])
+            count += earlier[1]
+            first = min((t for t in (earlier[2], first) if t is not None), default=None)
+            last = max((t for t in (earlier[3], last) if t is not None), default=None)
+            reasons = {**earlier[4], **reasons}
+        else:
+            self._stats.session_rows += 1
         # bypasses the bound on purpose: the record of a loss must not itself be lost
-        self._pending.append(
-            session_row(
-                "dropped",
-                received_at_ns=last if last is not None else self._clock_ns(),
-                connection_id=self._last_conn,
-                seq=-1,
-                detail=f"{count} messages dropped: the recording backlog was full",
-                gap_start_ns=first,
-                gap_end_ns=last,
-            )
+        row = session_row(
+            "dropped",
+            received_at_ns=last if last is not None else self._clock_ns(),
+            connection_id=self._last_conn,
+            seq=-1,
+            detail=f"{count} messages dropped: {'; '.join(reasons)}",
+            gap_start_ns=first,
+            gap_end_ns=last,
         )
-        self._stats.session_rows += 1
+        self._pending.append(row)
+        self._unwritten_drop = (row, count, first, last, reasons)
 
     def take(self) -> list[Row]:
         """Hand the rows of the chunk over instead of appending them, raw messages
@@ -383,12 +391,15 @@ class RecordingWriter:
         rows, self._pending = self._pending, []
         raw, self._raw = self._raw, RawBuffer()
         self._pending_bytes = self._counted = 0
+        self._unwritten_drop = None
         self._set_room()
         return rows + rows_from_raw(raw, self.profile)
 
     def spill(self) -> int:
         """Append the chunk to the current segment (not yet durable: ``fsync``); returns
-        the number of rows appended."""
+        the number of rows appended. The chunk is one append, whole or absent: when it
+        fails, its data messages are dropped (counted, see ``_write_failed``) and the
+        OSError raised."""
         self._catch_up()
         rows, raw = self._pending, self._raw
         count = len(rows) + len(raw)
@@ -397,12 +408,25 @@ class RecordingWriter:
         seg = self._segment
         if seg is None:
             raise RuntimeError("writer is not open")
-        if rows:
-            seg.write(b"".join([encode_row(r) for r in rows]))
-            self._pending = []
+        pieces = [b"".join([encode_row(r) for r in rows])] if rows else []
         if raw:
-            for piece in buffer_parts(raw):
-                seg.write(piece)
+            pieces.extend(buffer_parts(raw))
+        try:
+            if seg.broken:
+                seg = self._replace_broken(seg)
+            seg.append(pieces)
+        except OSError as exc:
+            raise self._write_failed(exc, seg.path) from exc
+        if self._failing:
+            _log.warning(
+                "%s: appending to the write-ahead log works again; %d messages were dropped",
+                seg.path,
+                self._failed_drops,
+            )
+            self._failing, self._failed_drops = False, 0
+        self._pending = []
+        self._unwritten_drop = None
+        if raw:
             self._last_conn = raw.conn or self._last_conn
             self._raw = RawBuffer()
         self._pending_bytes = self._counted = 0
@@ -418,16 +442,69 @@ class RecordingWriter:
                 on_roll(rolled)
         return count
 
+    def _write_failed(self, exc: OSError, path: Path) -> OSError:
+        """The chunk could not be appended: its data messages are dropped (counted, and a
+        ``dropped`` row names the error once writing works again), its session rows kept
+        for the next append, and the first such error kept in ``error``. Returns the
+        error to raise, naming the segment."""
+        rows, raw = self._pending, self._raw
+        lost = [r for r in rows if r.channel != SESSION_CHANNEL]
+        self._pending = [r for r in rows if r.channel == SESSION_CHANNEL]
+        self._raw = RawBuffer()
+        self._pending_bytes = 64 * len(self._pending)  # as ``add`` counts a session row
+        self._counted = 0
+        stamps = [r.received_at_ns for r in lost] + list(raw.stamps)
+        reason = f"appending to the write-ahead log failed ({exc.strerror or exc})"
+        named = OSError(exc.errno, reason, str(path))
+        named.__cause__ = exc
+        if self.error is None:
+            self.error = named
+        if not self._failing:
+            _log.warning(
+                "%s: %s: messages are dropped (stats.dropped) until it works again", path, reason
+            )
+            self._failing = True
+        self._failed_drops += len(stamps)
+        if stamps:
+            stats = self._stats
+            stats.messages -= len(stamps)
+            stats.bytes -= sum(len(r.raw) if r.raw else 64 for r in lost)
+            stats.bytes -= sum(map(len, raw.texts))
+            stats.dropped += len(stamps)
+            self._drop_count += len(stamps)
+            first = self._drop_first_ns
+            self._drop_first_ns = min(stamps) if first is None else min(first, *stamps)
+            last = self._drop_last_ns
+            self._drop_last_ns = max(stamps) if last is None else max(last, *stamps)
+            self._drop_reasons[reason] = None
+            self._last_conn = raw.conn or (lost[-1].connection_id if lost else self._last_conn)
+        return named
+
+    def _replace_broken(self, old: Segment) -> Segment:
+        """A new segment in place of one a failed append left torn (raises OSError when
+        none can be made); the old one, its whole records intact, joins the backlog."""
+        self._new_segment()
+        count, self._unsynced = self._unsynced, 0
+        closed = ClosedSegment(old.path, old.size)
+        self._closed[closed.path] = closed.size
+        self._backlog += closed.size
+        if self.on_roll is not None:
+            self.on_roll((closed, old, count))
+        else:
+            self.close_segment(old, count)
+        assert self._segment is not None
+        return self._segment
+
     # -- durability
 
     def flush_buffers(self) -> tuple[int, int]:
         """Append the chunk and hand the segment's buffer to the OS; returns (the
         descriptor to fsync, the rows that fsync makes durable) for ``fsync``, which may
         run on another thread as long as the segment is not rolled meanwhile."""
-        seg = self._segment
-        if seg is None:
+        if self._segment is None:
             raise RuntimeError("writer is not open")
         self.spill()
+        seg = self._segment  # after the spill: it may have rolled
         seg.flush()
         count, self._unsynced = self._unsynced, 0
         return seg.fileno(), count
@@ -474,12 +551,12 @@ class RecordingWriter:
         """``roll`` without the fsync: (the closed segment, its file, the rows its fsync
         makes durable), for a caller that runs ``close_segment`` on another thread. It
         must be closed before it is converted."""
-        old = self._segment
-        if old is None:
+        if self._segment is None:
             return None
         if not reopen and self._drop_count:
             self._note_drops()  # the last segment: a loss still open is recorded now
         self.spill()
+        old = self._segment  # after the spill: a roll of its own may have replaced it
         count, self._unsynced = self._unsynced, 0
         if reopen:
             self._new_segment()
@@ -518,17 +595,3 @@ class RecordingWriter:
     def rotate(self, *, reopen: bool = True) -> list[Path]:
         """Close the current segment, convert it to Parquet, start a new one (or not)."""
         return self.convert(self.roll(reopen=reopen))
-
-
-def _lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except ImportError:  # pragma: no cover - no flock on this platform: single writer trusted
-        return fd
-    except OSError as exc:
-        os.close(fd)
-        raise RecorderBusy(f"another recorder is writing to {path.parent.parent}") from exc
-    return fd
