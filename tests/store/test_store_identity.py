@@ -1,7 +1,8 @@
 """A store belongs to one account of one service, read with one profile: the first sync
 saves the service's address, a fingerprint of the API key and the profile (never a secret),
-a client of another service, account or profile is refused before any request, and the
-profile is saved beside the data whoever chose it. Recordings are folders a recorder
+a client of another service or account is refused before any request (another profile of
+the same account is taken, with a warning; a store holding nothing yet is bound anew), and
+the profile is saved beside the data whoever chose it. Recordings are folders a recorder
 wrote, nothing else."""
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def test_the_first_sync_saves_who_the_store_belongs_to_without_secrets(
     assert "demo-secret" not in text
 
 
-@pytest.mark.parametrize("other", ["service", "account", "profile"])
-def test_a_client_of_another_service_account_or_profile_is_refused_before_any_request(
+@pytest.mark.parametrize("other", ["service", "account"])
+def test_a_client_of_another_service_or_account_is_refused_before_any_request(
     fresh_sim: Simulator, sim: Simulator, tmp_path: Path, other: str
 ) -> None:
     store = synced(fresh_sim, tmp_path)
@@ -62,11 +63,8 @@ def test_a_client_of_another_service_account_or_profile_is_refused_before_any_re
     hooks: dict[str, Any] = {"event_hooks": {"request": [sent]}}
     if other == "service":
         client = sim.client(**hooks)
-    elif other == "account":
-        client = fresh_sim.client("other", "other-secret", profile_id="P9", **hooks)
     else:
-        renamed = fresh_sim.profile.replace({"name": "renamed"})
-        client = fresh_sim.client(profile=renamed, **hooks)
+        client = fresh_sim.client("other", "other-secret", profile_id="P9", **hooks)
     with client, pytest.raises(InvalidRequest) as info:
         store.sync(client)
     message = str(info.value)
@@ -75,12 +73,37 @@ def test_a_client_of_another_service_account_or_profile_is_refused_before_any_re
     assert "use another store folder" in message and "\n" not in message
     if other == "service":
         assert sim.base_url in message
-    elif other == "profile":
-        assert "'renamed'" in message
     assert "other-secret" not in message and "demo-secret" not in message
     assert sorted(store.frames().orders["id"]) == before
     with fresh_sim.client() as same:
         store.sync(same)  # the store's own service still syncs
+
+
+def test_another_profile_of_the_same_account_is_taken_with_a_warning(
+    fresh_sim: Simulator, tmp_path: Path
+) -> None:
+    store = synced(fresh_sim, tmp_path)
+    renamed = fresh_sim.profile.replace({"name": "renamed"})
+    with fresh_sim.client(profile=renamed) as client:
+        result = store.sync(client)
+    assert any("synced with profile" in w and "'renamed'" in w for w in result.warnings)
+    assert StoreFiles(tmp_path).read_state()["identity"]["profile"] == "renamed"
+    assert OrderStore(tmp_path).profile.name == "renamed"
+
+
+def test_a_store_a_failed_first_sync_left_empty_is_bound_anew(
+    fresh_sim: Simulator, tmp_path: Path
+) -> None:
+    from toolkit.errors import AuthenticationError
+
+    with fresh_sim.client("demo", "wrong-secret") as wrong, pytest.raises(AuthenticationError):
+        OrderStore(tmp_path).sync(wrong)
+    assert "identity" in StoreFiles(tmp_path).read_state()  # bound before the first request
+    # nothing was written: another account (the right one, say) may take the folder
+    with fresh_sim.client("other", "other-secret", profile_id="P9") as other:
+        result = OrderStore(tmp_path).sync(other)
+    assert not any("profile" in w for w in result.warnings)
+    assert result.fetched > 0
 
 
 def test_a_store_without_an_identity_is_bound_to_the_next_sync_with_a_warning(

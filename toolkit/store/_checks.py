@@ -25,8 +25,9 @@ EARLIEST_MS = 946_684_800_000
 LATEST_MS = 253_402_300_799_999
 _MS_PER_YEAR = 31_556_952_000
 
-#: what a store's identity holds and compares (``_store.json`` ``identity``)
-IDENTITY_KEYS = ("base_url", "api_key", "profile")
+#: what a store's identity compares (``_store.json`` ``identity``): the account of a
+#: service; the profile (how its answers are read) may change, with a warning
+IDENTITY_KEYS = ("base_url", "api_key")
 
 
 # -- the service and account a store belongs to ---------------------------------------------
@@ -51,7 +52,7 @@ def store_identity(client: Client, profile: ServiceProfile) -> dict[str, str | N
 
 def check_identity(root: Path, saved: Mapping[str, Any] | None, current: Mapping[str, Any]) -> None:
     """InvalidRequest naming both when the store at ``root`` was synced from another
-    service, account (API key) or profile than ``current``; nothing saved: any."""
+    service or account (API key) than ``current``; nothing saved: any."""
     if saved is None or all(saved.get(k) == current.get(k) for k in IDENTITY_KEYS):
         return
     raise InvalidRequest(

@@ -177,15 +177,24 @@ class OrderStore:
         with self._files.lock():
             state = await asyncio.to_thread(self._files.read_state)
             saved = state.get("identity")
-            check_identity(self.root, saved, identity)
-            if saved is None:
+            # a store that holds nothing yet (a first sync that failed, at sign-in say)
+            # mixes nothing: it is bound anew
+            holds = bool(state.get("syncs") or self._files.month_files())
+            if holds:
+                check_identity(self.root, saved, identity)
+            if saved != identity:
                 # bound before the first request: a sync from elsewhere is refused even
                 # when this one is interrupted
-                if state.get("syncs") or self._files.month_files():
+                if saved is None and holds:
                     warnings.append(
                         f"the store had no record of the service its orders came from (an "
                         f"older toolkit wrote it, or its {STATE_NAME} was removed); it now "
                         f"belongs to {describe_identity(identity)}"
+                    )
+                elif saved is not None and holds and saved.get("profile") != profile.name:
+                    warnings.append(
+                        f"the store was synced with profile {saved.get('profile')!r}; its "
+                        f"orders are read with {profile.name!r} from now on"
                     )
                 await asyncio.to_thread(self._files.write_state, {**state, "identity": identity})
             # the profile the bodies are read with, saved before any of them
