@@ -231,9 +231,12 @@ class LimitOrderWrites:
         at most ``rest.batch_cancel_max`` ids per request. Accepted items come from the
         batch response's ``orders`` array; for the others (every order, when a 2xx has no
         such array: its shape is not shown, spec 4.4) the order is read with fetchOrder to
-        decide (as for a single 409). Not found -> NOT_FOUND. An error after the service
-        accepted some of the requests says so: its message names the orders whose cancels
-        were accepted.
+        decide (as for a single 409). Not found -> NOT_FOUND. A 404 on the route raises
+        RouteNotActive naming both causes: the route is not active here, or
+        ``rest.batch_cancel_path`` is not the service's (its path is a profile guess); a 400
+        names ``rest.batch_cancel_path``, ``rest.batch_ids_field`` and
+        ``rest.batch_cancel_max``. An error after the service accepted some of the requests
+        says so: its message names the orders whose cancels were accepted.
         """
         ids = validate_order_ids(order_ids)
         pid = self._profile_id(profile_id)

@@ -80,6 +80,13 @@ NOT_ACTIVE_MESSAGE = (
     "{method} {path} answered 404: the limit-order route is published but not active in "
     "this environment (it activates first in sandbox, then in production)"
 )
+#: the batch-cancel path is a profile guess (spec 4.4: not shown), so its 404 has two causes
+BATCH_NOT_FOUND_MESSAGE = (
+    "{method} {path} answered 404: either the batch-cancel route is not active in this "
+    "environment (the limit-order routes activate first in sandbox, then in production) or "
+    "the profile's rest.batch_cancel_path ({setting!r}) is wrong (the spec does not show "
+    "that route's path)"
+)
 
 
 @dataclass(frozen=True)
@@ -469,6 +476,12 @@ class AsyncRest:
         detail = self.scrub(_message_of(text, self.settings.profile.rest.error_message_field))
         suffix = f": {detail}" if detail else ""
         tried = f" after {retries} retries" if retries else ""
+        if status == 404 and route is Route.BATCH_CANCEL:
+            guess = self.settings.profile.rest.batch_cancel_path
+            why = BATCH_NOT_FOUND_MESSAGE.format(
+                method=method, path=request.url.path, setting=guess
+            )
+            return RouteNotActive(why, **kwargs)
         if status == 404 and route in LIMIT_ROUTES:
             return RouteNotActive(
                 NOT_ACTIVE_MESSAGE.format(method=method, path=request.url.path), **kwargs
@@ -476,7 +489,10 @@ class AsyncRest:
         if status == 404:
             return OrderNotFound(f"{route.value}: order not found{suffix}", **kwargs)
         if status == 400:
-            return BadRequest(f"{route.value}: the service refused the input{suffix}", **kwargs)
+            # the service's own words even when rest.error_message_field misses them
+            said = suffix or (f": {self.scrub(_excerpt(body))}" if body.strip() else "")
+            hint = refusal_hint(route, request, self.settings)
+            return BadRequest(f"{route.value}: the service refused the input{said}{hint}", **kwargs)
         if status == 401:
             why = (
                 "no credentials: set TOOLKIT_API_KEY and TOOLKIT_API_SECRET, or give "
@@ -498,6 +514,59 @@ class AsyncRest:
                 f"{route.value}: service unavailable ({status}){tried}", **kwargs
             )
         return ServiceError(f"{route.value}: unexpected status {status}{suffix}", **kwargs)
+
+
+def refusal_hint(route: Route, request: httpx.Request, settings: Settings) -> str:
+    """What to check when the service refuses ``request`` on ``route`` with a 400: the
+    profile settings that shaped it, with their values ("" for a route without any), in
+    the words of the sign-in's refusal ("check the profile's ...")."""
+    rest, listing = settings.profile.rest, settings.profile.listing
+    if route is Route.FETCH_ORDER:
+        return (
+            f"; check the profile's rest.fetch_order_param ({rest.fetch_order_param!r}, the "
+            "query parameter that carried the order id)"
+        )
+    if route is Route.LIST_LIMIT:
+        limit = request.url.params.get("limit")
+        if limit == str(listing.page_default):
+            origin = "the profile's listing.page_default"
+        elif limit == str(settings.page_size):
+            origin = "the client's page_size setting"
+        else:
+            origin = "the limit= given"
+        status = request.url.params.get("status")
+        return (
+            f"; the page size sent was limit={limit} ({origin}): check the profile's "
+            f"listing.page_default ({listing.page_default}), listing.page_min "
+            f"({listing.page_min}) and listing.page_max ({listing.page_max})"
+            + (f", and the status filter sent (status={status})" if status else "")
+        )
+    if route is Route.CANCEL_LIMIT:
+        return (
+            f"; check the profile's rest.cancel_profile_in ({rest.cancel_profile_in!r}, where "
+            f"profileId was sent) and rest.cancel_path ({rest.cancel_path!r})"
+        )
+    if route is Route.BATCH_CANCEL:
+        try:
+            ids = json.loads(request.content).get(rest.batch_ids_field)
+        except (ValueError, AttributeError):
+            ids = None
+        n = len(ids) if isinstance(ids, list) else None
+        count = "" if n is None else f", which carried {n} id" + ("" if n == 1 else "s")
+        return (
+            f"; check the profile's rest.batch_cancel_path ({rest.batch_cancel_path!r}), "
+            f"rest.batch_ids_field ({rest.batch_ids_field!r}{count}) and "
+            f"rest.batch_cancel_max ({rest.batch_cancel_max} ids per request): the spec "
+            "does not show the batch route's shape"
+        )
+    return ""
+
+
+def _excerpt(body: str, size: int = 200) -> str:
+    """The start of an error body on one line, for a message (scrub it again: joining
+    its lines can join a secret)."""
+    text = " ".join(body.split())
+    return text if len(text) <= size else text[: size - 3] + "..."
 
 
 def decode_json(response: httpx.Response, *, order_id: str | None = None) -> Any:
