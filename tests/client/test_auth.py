@@ -9,10 +9,10 @@ from collections.abc import AsyncGenerator, Generator
 import httpx
 import pytest
 
-from toolkit.client._auth import TokenAuth
+from toolkit.client._auth import TokenAuth, expiry_seconds
 from toolkit.client._client import Client
 from toolkit.errors import AuthenticationError, InvalidRequest, ServiceError
-from toolkit.profile import ServiceProfile
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim import Simulator
 
 
@@ -215,3 +215,63 @@ def test_a_signin_url_httpx_refuses_is_refused_naming_signin_path(sim: Simulator
         TokenAuth("demo", "demo-secret", sim.base_url, profile=profile)
     with pytest.raises(InvalidRequest, match=r"signin\.path"):
         Client(sim.base_url, api_key="demo", api_secret="demo-secret", profile=profile)
+
+
+# -- the ``auto`` unit of a ttl ------------------------------------------------------------
+
+TTL_MS = DEFAULT_PROFILE.replace(
+    {"signin.expiry_kind": "ttl", "signin.expiry_unit": "ms", "signin.expiry_field": "ttlMs"}
+)
+
+
+@pytest.mark.parametrize(
+    ("field", "ttl", "lifetime"),
+    [
+        ("ttlMs", 100_000, 100.0),  # the name says ms: the magnitude is not consulted
+        ("session.expires_in_ms", 4000, 4.0),
+        ("expiryMillis", 600, 0.6),
+        ("ttl_s", 3_600_000, 3_600_000.0),  # the name says s, however long
+        ("expiresInSeconds", 100_000, 100_000.0),
+        ("ttl", 30 * 86_400, 30 * 86_400.0),  # 30 days in seconds: still plausible
+        ("ttl", 3_600_000, 3600.0),  # 41.7 days in seconds is implausible: 1 h in ms
+        ("expiresIn", 3600, 3600.0),
+    ],
+)
+def test_auto_ttl_unit_from_the_field_name_then_a_plausible_lifetime(
+    field: str, ttl: int, lifetime: float
+) -> None:
+    assert expiry_seconds(ttl, kind="ttl", unit="auto", now=0.0, field=field) == pytest.approx(
+        lifetime
+    )
+
+
+def _signins_after(sim: Simulator, profile: ServiceProfile, advance: float) -> int:
+    import time
+
+    clock = FakeClock(time.time())
+    client = Client(
+        sim.base_url, api_key="demo", api_secret="demo-secret", profile=profile, clock=clock
+    )
+    order_id = sim.control.order_ids()[0]
+    with client:
+        client.fetch_order(order_id)
+        clock.now += advance
+        client.fetch_order(order_id)
+    assert isinstance(client.auth, TokenAuth)
+    return client.auth.signins
+
+
+def test_auto_reads_a_ttl_named_in_ms_as_ms() -> None:
+    # the service answers ttlMs: 100000 (100 s); auto read it as 100000 s (27.8 h), so the
+    # token was never renewed ahead of time
+    auto = TTL_MS.replace({"signin.expiry_unit": "auto"})
+    with Simulator(profile=TTL_MS, token_ttl_s=100.0) as sim:
+        assert _signins_after(sim, auto, 95.0) == 2  # 5 s left: renewed before use
+
+
+def test_auto_reads_a_ttl_too_long_for_seconds_as_ms() -> None:
+    # ttl: 3600000 (1 h in ms) under a name that says no unit; auto read it as 41.7 days
+    served = TTL_MS.replace({"signin.expiry_field": "ttl"})
+    auto = served.replace({"signin.expiry_unit": "auto"})
+    with Simulator(profile=served, token_ttl_s=3600.0) as sim:
+        assert _signins_after(sim, auto, 3600.0 - 5) == 2

@@ -23,12 +23,35 @@ def test_token_and_expiry_are_found_by_shape() -> None:
         (1_793_494_800_000, ("absolute", "ms")),
         (1_793_494_800, ("absolute", "s")),
         ("2026-11-01T01:00:00Z", ("absolute", "auto")),
-        (3600, ("ttl", "s")),
+        (600, ("ttl", "s")),  # 10 min; 0.6 s in ms is no token lifetime
         (3_600_000_000, ("ttl", "ms")),
+        (3_600_000, ("ttl", "ms")),  # 1 h in ms; 41.7 days in s is no token lifetime
+        (3600, ("ttl", None)),  # 1 h in s or 3.6 s in ms: not told by magnitude
+        (100_000, ("ttl", None)),
     ],
 )
-def test_expiry_kind_and_unit(value: object, shape: tuple[str, str]) -> None:
+def test_expiry_kind_and_unit(value: object, shape: tuple[str, str | None]) -> None:
     assert sh.expiry_shape(value, NOW) == shape
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "unit"),
+    [
+        ("result.session.ttlMs", 3600, "ms"),
+        ("expires_in_ms", 100_000, "ms"),
+        ("expiryMillis", 3_600_000, "ms"),
+        ("TTL_MS", 600, "ms"),
+        ("data.ttl_s", 3600, "s"),
+        ("expiresInSeconds", 100_000, "s"),
+        ("ttlSec", 3_600_000, "s"),
+        ("expiresIn", 3600, None),
+        ("expires", 3600, None),
+    ],
+)
+def test_a_ttl_field_name_that_says_the_unit_decides_it(
+    field: str, value: int, unit: str | None
+) -> None:
+    assert sh.expiry_shape(value, NOW, field) == ("ttl", unit)
 
 
 def test_list_item_fields_by_value_shape() -> None:

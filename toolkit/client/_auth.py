@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -41,8 +42,10 @@ class TokenAuth(httpx.Auth):
 
     Expiry (``signin.expiry_kind``/``signin.expiry_unit``): ``absolute`` is a Unix moment
     (``auto``: seconds vs milliseconds by magnitude); ``ttl`` is a time to live (``auto``:
-    seconds, unless the number is above 10**7, i.e. more than 115 days in seconds, when it
-    is read as milliseconds). The token is renewed when less than ``renew_margin_s`` (at
+    the unit the expiry field's name says, as in ``ttlMs``, ``expires_in_ms``,
+    ``expiryMillis``, ``ttl_s``, ``expiresInSeconds``; else seconds, unless the number is
+    above 30 days in seconds, an implausible token lifetime, when it is read as
+    milliseconds). The token is renewed when less than ``renew_margin_s`` (at
     most a tenth of its lifetime) is left, and once more when a request answers 401 with
     the token it carried; a second 401 is returned to the caller. A token whose expiry is
     missing, unreadable or already past by our clock is used until a 401 (never a sign-in
@@ -176,6 +179,7 @@ class TokenAuth(httpx.Auth):
             kind=self._signin.expiry_kind,
             unit=self._signin.expiry_unit,
             now=now,
+            field=self._signin.expiry_field,
         )
         renew_at: float | None = None
         if expires is None:
@@ -277,17 +281,39 @@ def auth_value(scheme: str, token: str) -> str:
     return f"{scheme} {token}" if scheme else token
 
 
-#: a ttl above this many units is read as milliseconds under ``expiry_unit = "auto"``
-TTL_AUTO_MS_ABOVE = 10**7
+#: a ttl above this many seconds (30 days) is an implausible token lifetime: under
+#: ``expiry_unit = "auto"`` (and a field name that says no unit) it is read as milliseconds
+TTL_AUTO_MS_ABOVE = 30 * 86_400
+
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_MS_WORDS = frozenset({"ms", "msec", "msecs", "milli", "millis", "millisecond", "milliseconds"})
+_S_WORDS = frozenset({"s", "sec", "secs", "second", "seconds"})
 
 
-def expiry_seconds(value: object, *, kind: str, unit: str, now: float) -> float | None:
+def unit_in_name(field: str) -> Literal["s", "ms"] | None:
+    """``ms`` or ``s`` when the last part of a (dotted) field name says its unit (``ttlMs``,
+    ``expires_in_ms``, ``expiryMillis``, ``TTL_MS``, ``ttl_s``, ``expiresInSeconds``,
+    ``ttlSec``); None when it says neither, or both."""
+    name = field.rsplit(".", 1)[-1]
+    words = {w.lower() for w in _NAME_WORDS.findall(name)}
+    ms, s = bool(words & _MS_WORDS), bool(words & _S_WORDS)
+    if ms == s:
+        return None
+    return "ms" if ms else "s"
+
+
+def expiry_seconds(
+    value: object, *, kind: str, unit: str, now: float, field: str = ""
+) -> float | None:
     """The moment (wall seconds) a token expires, from the sign-in answer's expiry value;
     None when it is missing or not a number.
 
-    ``absolute``: a Unix moment, ``auto`` telling seconds from milliseconds by magnitude.
-    ``ttl``: a time to live from ``now``; ``auto`` reads seconds unless the number is above
-    10**7 (115 days in seconds, a plausible 2.8 hours in milliseconds), then milliseconds.
+    ``absolute``: a Unix moment, ``auto`` telling seconds from milliseconds by magnitude
+    (unambiguous for moments near now). ``ttl``: a time to live from ``now``; ``auto``
+    takes the unit the name of ``field`` (the configured ``signin.expiry_field``) says
+    (:func:`unit_in_name`); when it says none, the number is seconds unless it is above
+    :data:`TTL_AUTO_MS_ABOVE` (30 days: no plausible token lives that long, while 2.6e6
+    milliseconds is 43 minutes), then milliseconds.
     """
     if value is None or value == "" or isinstance(value, bool):
         return None
@@ -298,7 +324,9 @@ def expiry_seconds(value: object, *, kind: str, unit: str, now: float) -> float 
             return None
         if number != number or number in (float("inf"), float("-inf")):
             return None
-        if unit == "ms" or (unit == "auto" and number > TTL_AUTO_MS_ABOVE):
+        if unit == "auto":
+            unit = unit_in_name(field) or ("ms" if number > TTL_AUTO_MS_ABOVE else "s")
+        if unit == "ms":
             number /= 1000.0
         return now + number
     try:

@@ -127,15 +127,10 @@ async def probe_signin(pr: Probe) -> None:
         f.unknown("signin.expiry_field", "no expiry-like field in the sign-in answer")
     else:
         value = get_path(answer.body, expiry_path)
-        kind, unit = sh.expiry_shape(value, time.time())
+        kind, unit = sh.expiry_shape(value, time.time(), expiry_path)
         f.set("signin.expiry_field", expiry_path)
         f.set("signin.expiry_kind", kind, note=f"{value!r}")
-        f.set(
-            "signin.expiry_unit",
-            unit,
-            ok=si.expiry_unit in ("auto", unit),
-            note="auto reads it by magnitude" if si.expiry_unit == "auto" else "",
-        )
+        _expiry_unit(pr, value, kind, unit, expiry_path)
     wrong = pr.api_secret + "-doctor-wrong"
     pr.redact.add(wrong)
     bad = await _signin(pr, pr.signin_path, pr.key_field, pr.secret_field, wrong)
@@ -148,6 +143,34 @@ async def probe_signin(pr: Probe) -> None:
             note=f"a wrong secret answered {bad.status}",
         )
         _error_field(pr, bad)
+
+
+def _expiry_unit(pr: Probe, value: Any, kind: str, unit: str | None, path: str) -> None:
+    """The ``signin.expiry_unit`` row. An ambiguous ttl is not observed: the assumed unit,
+    explicit or ``auto``, is kept and never advised against on a guess."""
+    f, assumed = pr.findings, pr.assumed.signin.expiry_unit
+    if unit is None:
+        number = sh.as_float(value) or 0.0
+        kept = "auto reads it as seconds" if assumed == "auto" else f"{assumed!r} kept"
+        f.unknown(
+            "signin.expiry_unit",
+            f"ttl {value!r} at {path!r} is {_span(number)} in seconds or "
+            f"{_span(number / 1000)} in milliseconds, and the field's name says neither; "
+            f"{kept}; set signin.expiry_unit from the service's documentation",
+        )
+        return
+    named = kind == "ttl" and sh.unit_in_name(path) is not None
+    how = f"the field's name {path.rsplit('.', 1)[-1]!r} says it" if named else "by magnitude"
+    note = f"{how}; auto reads it the same way" if assumed == "auto" else how
+    f.set("signin.expiry_unit", unit, ok=assumed in ("auto", unit), note=note)
+
+
+def _span(seconds: float) -> str:
+    """A duration for people: ``3.6 s``, ``1 h``, ``41.7 days``."""
+    for size, name in ((86400.0, "days"), (3600.0, "h"), (60.0, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {name}"
+    return f"{seconds:.3g} s"
 
 
 def _error_field(pr: Probe, a: Answer) -> None:

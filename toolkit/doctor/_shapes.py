@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from toolkit.client._auth import TTL_AUTO_MS_ABOVE, unit_in_name
 from toolkit.profile import ID_CANDIDATES
 
 STATUSES = frozenset(
@@ -33,6 +34,8 @@ _TOKENISH = re.compile(r"^[A-Za-z0-9._~+/=:-]{16,}$")
 # Unix moments between 2001 and 2286: seconds 1e9..1e10, milliseconds 1e12..1e13
 _S_RANGE = (1e9, 1e10)
 _MS_RANGE = (1e12, 1e13)
+#: a ttl below this is seconds whatever its field's name leaves unsaid
+TTL_S_BELOW = 1000
 
 
 def leaves(payload: Any, prefix: str = "", depth: int = 4) -> dict[str, Any]:
@@ -143,17 +146,29 @@ def find_expiry(payload: Any, preferred: str) -> str | None:
     return None
 
 
-def expiry_shape(value: Any, now: float | None = None) -> tuple[str, str]:
+def expiry_shape(value: Any, now: float | None = None, field: str = "") -> tuple[str, str | None]:
     """(kind, unit) of an expiry value: ``absolute`` when it is a moment near now (in
-    seconds, milliseconds or ISO text), else ``ttl``; the unit by magnitude (a ttl above
-    1e7 is milliseconds, as the client's ``auto`` reads it)."""
+    seconds, milliseconds or ISO text), else ``ttl``.
+
+    A ttl's unit is the one the name of ``field`` says (``ttlMs``, ``expires_in_s``...);
+    else it is told by magnitude only where that is safe: below 1000 it is seconds (under
+    a second in milliseconds is no token lifetime), above 30 days in seconds it is
+    milliseconds (as the client's ``auto`` reads it). In between (``3600``: an hour in
+    seconds, or 3.6 s in milliseconds) the unit is None: not observed."""
     now = time.time() if now is None else now
     moment = epoch_s(value)
     if moment is not None and abs(moment - now) < 20 * 365 * 86400:
         unit = time_unit(value)
         return "absolute", "auto" if unit == "iso" else str(unit)
+    named = unit_in_name(field)
+    if named is not None:
+        return "ttl", named
     number = as_float(value) or 0.0
-    return "ttl", "ms" if number > 10**7 else "s"
+    if number > TTL_AUTO_MS_ABOVE:
+        return "ttl", "ms"
+    if number < TTL_S_BELOW:
+        return "ttl", "s"
+    return "ttl", None
 
 
 # ------------------------------------------------------------------ list items

@@ -269,10 +269,12 @@ async def _only_priority(pr: Probe, conn: _Conn) -> None:
 async def _keepalive(pr: Probe, conn: _Conn) -> None:
     f, st = pr.findings, pr.assumed.stream
     tried = []
+    refused = True  # every action tried was refused explicitly (not merely unanswered)
     for action in dict.fromkeys([a for a in (st.keepalive_action, *KEEPALIVE_ACTIONS) if a]):
         reply = await conn.ask({"action": action})
         tried.append(f"{action} -> {_text(reply)}")
         if not reply or reply.get("success") is False:
+            refused = refused and reply is not None
             continue
         field = st.keepalive_reply_field
         value = get_path(reply, field)
@@ -286,9 +288,26 @@ async def _keepalive(pr: Probe, conn: _Conn) -> None:
             f.set("stream.keepalive_reply_field", field)
             f.set("stream.keepalive_reply_value", value)
         return
-    note = "no keep-alive action answered: " + "; ".join(tried)
-    for name in ("action", "reply_field", "reply_value"):
-        f.unknown(f"stream.keepalive_{name}", note)
+    # nothing worked: the assumed action, which the service was just seen to refuse (or
+    # leave unanswered), is never written as if observed; empty sends none
+    what = "refused every" if refused else "did not accept any"
+    note = f"the service {what} keep-alive action tried ({'; '.join(tried)})"
+    if st.keepalive_action:
+        note += (
+            f": written empty (none sent; data and WebSocket pings keep the connection) "
+            f"instead of {st.keepalive_action!r}"
+        )
+    note += (
+        "; if the service has a keep-alive, set stream.keepalive_action, "
+        "keepalive_reply_field and keepalive_reply_value from its documentation, and "
+        "keepalive_interval_s below its idle limit"
+    )
+    f.unknown("stream.keepalive_action", note, instead="")
+    for name in ("reply_field", "reply_value"):
+        f.unknown(
+            f"stream.keepalive_{name}",
+            "no keep-alive action answered; only read when stream.keepalive_action is set",
+        )
 
 
 async def probe_ws(pr: Probe) -> None:
