@@ -4,14 +4,22 @@ once on a 401, bad credentials, and replacing the auth."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, Generator
 
 import httpx
 import pytest
 
-from toolkit.client._auth import TokenAuth, expiry_seconds
+from toolkit.client._auth import SIGNIN_ATTEMPTS, SIGNIN_MAX_WAIT_S, TokenAuth, expiry_seconds
 from toolkit.client._client import Client
-from toolkit.errors import AuthenticationError, InvalidRequest, ServiceError
+from toolkit.errors import (
+    AuthenticationError,
+    InvalidRequest,
+    RateLimited,
+    ServiceError,
+    ServiceUnavailable,
+    ToolkitError,
+)
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim import Simulator
 
@@ -275,3 +283,100 @@ def test_auto_reads_a_ttl_too_long_for_seconds_as_ms() -> None:
     auto = served.replace({"signin.expiry_unit": "auto"})
     with Simulator(profile=served, token_ttl_s=3600.0) as sim:
         assert _signins_after(sim, auto, 3600.0 - 5) == 2
+
+
+# -- nested sign-in fields; transient sign-in refusals ------------------------------------
+
+
+def test_dotted_signin_fields_are_sent_nested() -> None:
+    profile = DEFAULT_PROFILE.replace(
+        {"signin.key_field": "credentials.clientId", "signin.secret_field": "credentials.secret"}
+    )
+    auth = TokenAuth("k-1", "s-1", "http://127.0.0.1:9", profile=profile)
+    body = auth.signin_request().read()
+    assert json.loads(body) == {"credentials": {"clientId": "k-1", "secret": "s-1"}}
+
+
+def test_a_service_that_nests_the_credentials_signs_in() -> None:
+    profile = DEFAULT_PROFILE.replace(
+        {
+            "name": "nested",
+            "signin.key_field": "credentials.clientId",
+            "signin.secret_field": "credentials.clientSecret",
+        }
+    )
+    with (
+        Simulator(profile=profile, engine=False, history_orders=10) as sim,
+        sim.client() as client,
+    ):
+        assert client.token()
+        assert client.fetch_order(sim.control.order_ids()[0])["id"]
+
+
+class SigninAnswers:
+    """Sign-in answering the given (status, Retry-After) in turn, then a token; fetchOrder
+    answering an order. Records the sign-in tries."""
+
+    def __init__(self, *answers: tuple[int, str | None]) -> None:
+        self.answers = list(answers)
+        self.signins = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == DEFAULT_PROFILE.signin.path:
+            self.signins += 1
+            if self.answers:
+                status, retry_after = self.answers.pop(0)
+                headers = {"Retry-After": retry_after} if retry_after is not None else {}
+                return httpx.Response(status, json={"message": "busy"}, headers=headers)
+            return httpx.Response(200, json={"token": "t-1", "expiresAt": None})
+        return httpx.Response(200, json={"id": request.url.params["orderId"]})
+
+
+def fetch_with(service: SigninAnswers) -> tuple[list[float], object]:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # a fake: records the wait, never waits
+        waits.append(seconds)
+
+    auth = TokenAuth("k", "s", "http://127.0.0.1:9", sleep=sleep)
+
+    async def main() -> object:
+        async with httpx.AsyncClient(
+            base_url="http://127.0.0.1:9", auth=auth, transport=httpx.MockTransport(service)
+        ) as http:
+            try:
+                return (await http.get("/orders/fetchOrder", params={"orderId": "o1"})).json()
+            except ToolkitError as exc:
+                return exc
+
+    return waits, asyncio.run(main())
+
+
+def test_a_busy_signin_is_tried_again_with_backoff_even_when_retry_after_says_0() -> None:
+    service = SigninAnswers((503, None), (429, "0"), (502, "-5"))
+    waits, result = fetch_with(service)
+    assert result == {"id": "o1"}
+    assert service.signins == 4
+    # never zero, growing: a Retry-After of 0 or below is no reason to hammer the service
+    assert len(waits) == 3 and all(w > 0 for w in waits) and waits[0] < waits[2]
+
+
+def test_a_retry_after_is_honoured_up_to_a_bound() -> None:
+    waits, result = fetch_with(SigninAnswers((429, "2"), (429, "3600")))
+    assert result == {"id": "o1"} and waits[0] >= 2 and waits[1] == SIGNIN_MAX_WAIT_S
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "tries"),
+    [
+        (429, RateLimited, SIGNIN_ATTEMPTS),
+        (503, ServiceUnavailable, SIGNIN_ATTEMPTS),
+        (500, ServiceUnavailable, 1),
+    ],
+)
+def test_a_signin_still_refused_after_its_tries_is_the_matching_error(
+    status: int, error: type[Exception], tries: int
+) -> None:
+    service = SigninAnswers(*[(status, None)] * 10)
+    _, result = fetch_with(service)
+    assert isinstance(result, error) and service.signins == tries

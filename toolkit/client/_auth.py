@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import re
 import threading
 import time
@@ -21,7 +22,9 @@ from toolkit.errors import (
     AuthenticationError,
     InvalidRequest,
     InvalidResponse,
+    RateLimited,
     ServiceError,
+    ServiceUnavailable,
     ToolkitError,
     redact_url,
     scrub,
@@ -31,6 +34,13 @@ from toolkit.protocol import to_epoch_ms
 
 Clock = Callable[[], float]
 logger = logging.getLogger("toolkit.auth")
+
+#: sign-in answers worth another try (the service busy or its gateway failing), and how
+#: many tries a sign-in gets before the last answer's error is raised
+TRANSIENT_SIGNIN_STATUSES = frozenset({429, 502, 503, 504})
+SIGNIN_ATTEMPTS = 5
+#: the longest wait between two sign-in tries, whatever a Retry-After asks
+SIGNIN_MAX_WAIT_S = 30.0
 
 
 class TokenAuth(httpx.Auth):
@@ -49,8 +59,12 @@ class TokenAuth(httpx.Auth):
     most a tenth of its lifetime) is left, and once more when a request answers 401 with
     the token it carried; a second 401 is returned to the caller. A token whose expiry is
     missing, unreadable or already past by our clock is used until a 401 (never a sign-in
-    before every call). Concurrent requests share one sign-in. ``clock`` (wall seconds) is
-    injectable for tests.
+    before every call). Concurrent requests share one sign-in. A sign-in answered 429,
+    502, 503 or 504 is tried again (``SIGNIN_ATTEMPTS`` tries in all, waiting the larger
+    of its Retry-After and a backoff with jitter, at most ``SIGNIN_MAX_WAIT_S``), so a
+    renewal in the middle of a long load survives a busy moment; after the last try the
+    error is RateLimited (429) or ServiceUnavailable (5xx). ``clock`` (wall seconds),
+    ``sleep`` and ``sync_sleep`` are injectable for tests.
     """
 
     # the flows read the sign-in bodies themselves; other responses are left to the caller
@@ -65,6 +79,8 @@ class TokenAuth(httpx.Auth):
         profile: ServiceProfile = DEFAULT_PROFILE,
         renew_margin_s: float = 30.0,
         clock: Clock = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        sync_sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not api_key or not api_secret:
             raise InvalidRequest("api_key and api_secret are both required to sign in")
@@ -83,6 +99,8 @@ class TokenAuth(httpx.Auth):
         self._scheme = profile.rest.auth_scheme
         self._renew_margin_s = renew_margin_s
         self._clock = clock
+        self._sleep = sleep
+        self._sync_sleep = sync_sleep
         self._token: str | None = None
         self._renew_at: float | None = None  # wall seconds; None = only on a 401
         self._thread_lock = threading.Lock()
@@ -133,8 +151,34 @@ class TokenAuth(httpx.Auth):
         self._renew_at = None
 
     def signin_request(self) -> httpx.Request:
-        body = {self._signin.key_field: self._api_key, self._signin.secret_field: self._api_secret}
+        body: dict[str, Any] = {}
+        # dotted fields are nested objects, as everywhere in the profile ("auth.key")
+        set_path(body, self._signin.key_field, self._api_key)
+        set_path(body, self._signin.secret_field, self._api_secret)
         return httpx.Request("POST", self._signin_url, json=body)
+
+    def retry_wait(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before sign-in try ``attempt + 1`` when ``response`` is a
+        transient refusal (429, 502, 503, 504) and tries are left; else None (the answer
+        is taken, or its error raised). The wait is the larger of the Retry-After hint and
+        an exponential backoff with jitter, at most ``SIGNIN_MAX_WAIT_S``."""
+        if response.status_code not in TRANSIENT_SIGNIN_STATUSES:
+            return None
+        if attempt + 1 >= SIGNIN_ATTEMPTS:
+            return None
+        from toolkit.client._transport import parse_retry_after
+
+        backoff = 0.25 * 2**attempt * (0.5 + random.random() / 2)
+        hint = parse_retry_after(response.headers.get("Retry-After")) or 0.0
+        wait = min(SIGNIN_MAX_WAIT_S, max(hint, backoff))
+        logger.info(
+            "sign-in answered %s; trying again in %.2f s (%d of %d)",
+            response.status_code,
+            wait,
+            attempt + 2,
+            SIGNIN_ATTEMPTS,
+        )
+        return wait
 
     def accept_signin(self, response: httpx.Response) -> str:
         """Take the token from a sign-in response, or raise."""
@@ -222,8 +266,12 @@ class TokenAuth(httpx.Auth):
         if self.needs_signin():
             async with self._async_lock():
                 if self.needs_signin():
-                    response = await send(self.signin_request())
-                    return self.accept_signin(response)
+                    for attempt in range(SIGNIN_ATTEMPTS):
+                        response = await send(self.signin_request())
+                        wait = self.retry_wait(response, attempt)
+                        if wait is None:
+                            return self.accept_signin(response)
+                        await self._sleep(wait)
         assert self._token is not None
         return self._token
 
@@ -233,9 +281,14 @@ class TokenAuth(httpx.Auth):
         if self.needs_signin():
             async with self._async_lock():
                 if self.needs_signin():
-                    signin = yield self.signin_request()
-                    await signin.aread()
-                    self.accept_signin(signin)
+                    for attempt in range(SIGNIN_ATTEMPTS):
+                        signin = yield self.signin_request()
+                        await signin.aread()
+                        wait = self.retry_wait(signin, attempt)
+                        if wait is None:
+                            self.accept_signin(signin)
+                            break
+                        await self._sleep(wait)
         token = self._token
         assert token is not None
         self.apply(request, token)
@@ -245,9 +298,14 @@ class TokenAuth(httpx.Auth):
         async with self._async_lock():
             if self._token == token:  # nobody renewed it meanwhile
                 self.invalidate()
-                signin = yield self.signin_request()
-                await signin.aread()
-                self.accept_signin(signin)
+                for attempt in range(SIGNIN_ATTEMPTS):
+                    signin = yield self.signin_request()
+                    await signin.aread()
+                    wait = self.retry_wait(signin, attempt)
+                    if wait is None:
+                        self.accept_signin(signin)
+                        break
+                    await self._sleep(wait)
         assert self._token is not None
         self.apply(request, self._token)
         yield request
@@ -256,9 +314,14 @@ class TokenAuth(httpx.Auth):
         if self.needs_signin():
             with self._thread_lock:
                 if self.needs_signin():
-                    signin = yield self.signin_request()
-                    signin.read()
-                    self.accept_signin(signin)
+                    for attempt in range(SIGNIN_ATTEMPTS):
+                        signin = yield self.signin_request()
+                        signin.read()
+                        wait = self.retry_wait(signin, attempt)
+                        if wait is None:
+                            self.accept_signin(signin)
+                            break
+                        self._sync_sleep(wait)
         token = self._token
         assert token is not None
         self.apply(request, token)
@@ -268,12 +331,30 @@ class TokenAuth(httpx.Auth):
         with self._thread_lock:
             if self._token == token:
                 self.invalidate()
-                signin = yield self.signin_request()
-                signin.read()
-                self.accept_signin(signin)
+                for attempt in range(SIGNIN_ATTEMPTS):
+                    signin = yield self.signin_request()
+                    signin.read()
+                    wait = self.retry_wait(signin, attempt)
+                    if wait is None:
+                        self.accept_signin(signin)
+                        break
+                    self._sync_sleep(wait)
         assert self._token is not None
         self.apply(request, self._token)
         yield request
+
+
+def set_path(target: dict[str, Any], path: str, value: Any) -> None:
+    """``target["a"]["b"] = value`` for the dotted ``path`` "a.b", making the inner
+    objects (how the profile's dotted fields reach nested ones)."""
+    *outer, last = path.split(".")
+    node = target
+    for step in outer:
+        inner = node.get(step)
+        if not isinstance(inner, dict):
+            inner = node[step] = {}
+        node = inner
+    node[last] = value
 
 
 def auth_value(scheme: str, token: str) -> str:
@@ -372,6 +453,17 @@ def signin_failure(status: int, text: str, signin: Signin, where: dict[str, Any]
         return AuthenticationError(
             f"sign-in refused with HTTP {status} (not among the profile's "
             f"signin.bad_credentials_statuses {list(signin.bad_credentials_statuses)})",
+            body=text,
+            **where,
+        )
+    if status == 429:
+        return RateLimited(
+            f"sign-in rate limited (HTTP 429) after {SIGNIN_ATTEMPTS} tries", body=text, **where
+        )
+    if status >= 500:
+        return ServiceUnavailable(
+            f"sign-in failed: HTTP {status} after "
+            f"{SIGNIN_ATTEMPTS if status in TRANSIENT_SIGNIN_STATUSES else 1} tries",
             body=text,
             **where,
         )
