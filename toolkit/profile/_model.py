@@ -35,7 +35,8 @@ class Signin:
     expiry_field: str = "expiresAt"
     #: ``absolute``: the field is a moment (Unix time); ``ttl``: seconds/ms to live
     expiry_kind: Literal["absolute", "ttl"] = "absolute"
-    #: unit of the expiry field; ``auto`` infers seconds vs milliseconds by magnitude
+    #: unit of the expiry field; ``auto``: a moment by magnitude, a time to live by the
+    #: field's name (``ttlMs``), else seconds unless longer than 30 days
     expiry_unit: TimeUnit = "auto"
     #: HTTP statuses of the sign-in that mean "bad API key or secret"
     bad_credentials_statuses: tuple[int, ...] = (401,)
