@@ -67,7 +67,8 @@ class Row:
     """One line of the diagnosis. ``setting`` is a profile setting (``rest.auth_header``)
     or, for a check that is not one (``check: limit routes``), a label. ``observed`` is
     what the service showed (None: not observed); ``value`` what the profile should hold
-    (the assumed value when what was seen is compatible with it)."""
+    (the assumed value when what was seen is compatible with it, or when nothing was
+    observed, unless the service was seen to refuse the assumed value)."""
 
     setting: str
     assumed: Any
@@ -123,8 +124,15 @@ class Diagnosis:
         return not any(r.status == "differs" for r in self.rows)
 
     def profile(self, name: str | None = None) -> ServiceProfile:
-        """The observed profile: every differing setting changed to what was seen."""
-        changes = {r.setting: r.value for r in self.rows if r.status == "differs" and r.is_setting}
+        """The observed profile: every differing setting changed to what was seen, and
+        every unknown one whose assumed value the service refused changed to the safe
+        value its note names."""
+        changes = {
+            r.setting: r.value
+            for r in self.rows
+            if r.is_setting
+            and (r.status == "differs" or (r.status == "unknown" and r.value != r.assumed))
+        }
         observed = self.assumed.replace(changes, name=name or f"{self.assumed.name}-observed")
         lst = observed.listing
         if not lst.page_min <= lst.page_default <= lst.page_max:  # bounds seen, default not
@@ -206,6 +214,7 @@ class Findings:
         self._rows: dict[str, Row] = {}
         self._checks: list[Row] = []
         self._notes: dict[str, str] = {}
+        self._instead: dict[str, Any] = {}
 
     def set(
         self, setting: str, observed: Any, *, value: Any = None, note: str = "", ok: bool = False
@@ -229,10 +238,15 @@ class Findings:
             self.redact(note),
         )
 
-    def unknown(self, setting: str, note: str) -> None:
+    def unknown(self, setting: str, note: str, *, instead: Any = None) -> None:
+        """``setting`` was not observed. ``instead``: the value the profile should hold in
+        place of the assumed one, which the service was seen to refuse (None: keep the
+        assumed value); the note must say so."""
         if setting in self._rows:  # a later failure does not erase what was seen
             return
         self._notes.setdefault(setting, self.redact(note))
+        if instead is not None:
+            self._instead.setdefault(setting, instead)
 
     def check(self, label: str, status: Status, observed: Any, note: str = "") -> None:
         self._checks.append(
@@ -255,6 +269,7 @@ class Findings:
             row = self._rows.get(setting)
             if row is None:
                 note = self._notes.get(setting) or unobservable.get(setting, "not observed")
-                row = Row(setting, assumed, None, "unknown", assumed, note)
+                value = self._instead.get(setting, assumed)
+                row = Row(setting, assumed, None, "unknown", value, note)
             out.append(row)
         return out + self._checks
