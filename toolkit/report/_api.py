@@ -14,6 +14,7 @@ import pandas as pd
 
 from toolkit._atomic import atomic_files, atomic_write_text
 from toolkit.report import _figures, _html, _metrics
+from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
 from toolkit.report._market import read_market
 from toolkit.report._robust import Period
@@ -39,8 +40,10 @@ class ExecutionReport:
     Notes
     -----
     ``report["venues"]`` is ``report.tables["venues"]``. The summary tables are
-    ``headline`` (market / limit / all with 95 % intervals), ``cost_decomposition`` and
-    ``summary``; ``report.definitions`` says what each metric is.
+    ``headline`` (market / limit / all orders of the set, with 95 % intervals),
+    ``cost_decomposition`` and ``summary``; ``report.definitions`` says what each metric
+    is, and ``report.coverage`` what the set covers (shown under the page's title and in
+    ``repr``).
     """
 
     def __init__(self, tables: Mapping[str, pd.DataFrame], *, title: str = DEFAULT_TITLE):
@@ -67,8 +70,21 @@ class ExecutionReport:
         """Figure name -> matplotlib Figure (Agg canvas, never shown)."""
         return _figures.all_figures(self.tables)
 
+    @property
+    def coverage(self) -> list[str]:
+        """What the set of orders covers, to show wherever its figures go: the frames'
+        coverage note and warnings (``frames.attrs["coverage"]``, kept as ``set coverage``
+        rows of ``data_checks``), then a note per order type the set lacks."""
+        checks = self.tables["data_checks"]
+        notes = checks.loc[checks["check"] == COVERAGE_CHECK, "detail"].astype(str).tolist()
+        return notes + absent_type_notes(self.tables["per_order"]["type"].astype(str))
+
     def describe(self) -> str:
-        """One line saying what the report covers."""
+        """One line saying what the report covers, its coverage notes included."""
+        notes = self.coverage
+        return self._scope() + (f"; coverage: {'; '.join(notes)}" if notes else "")
+
+    def _scope(self) -> str:
         po = self.tables["per_order"]
         n, ex = len(po), int(po["executed"].sum()) if len(po) else 0
         span = ""
@@ -104,7 +120,8 @@ class ExecutionReport:
             self.tables,
             self._figure_pngs if figures else None,
             self.title,
-            f"{self.describe()}. Generated {stamp}.",
+            f"{self._scope()}. Generated {stamp}.",
+            coverage=self.coverage,
         )
         page = _html.document_html(body, self.title)
         if path is not None:
@@ -118,7 +135,12 @@ class ExecutionReport:
     def _repr_html_(self) -> str:
         # the summary open, every other section collapsed: a short notebook output
         body = _html.body_html(
-            self.tables, self._figure_pngs, self.title, self.describe(), collapsed=True
+            self.tables,
+            self._figure_pngs,
+            self.title,
+            self._scope(),
+            coverage=self.coverage,
+            collapsed=True,
         )
         return _html.fragment_html(body)
 

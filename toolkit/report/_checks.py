@@ -12,6 +12,7 @@ import pandas as pd
 
 from toolkit.protocol import LimitStatus, MarketStatus
 from toolkit.report._columns import _conform, _num, _text, empty
+from toolkit.report._coverage import COVERAGE_CHECK
 from toolkit.report._definitions import (
     CHECK_TOLERANCE_BP,
     FEE_CHECK_RELATIVE,
@@ -96,14 +97,20 @@ def data_checks(
     *,
     quote_problems: Sequence[tuple[str, str]] = (),
     duplicates: pd.Series | None = None,
+    coverage: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Orders whose numbers disagree with their trades, or whose slippage is an outlier;
-    each of ``quote_problems`` ((check, detail): the quotes are misread) becomes a row of
-    its own, and so does each order id of ``duplicates`` (orderId -> rows dropped)."""
+    each of ``coverage`` (what the set covers, from the frames) and of ``quote_problems``
+    ((check, detail): the quotes are misread) becomes a row of its own, and so does each
+    order id of ``duplicates`` (orderId -> rows dropped)."""
     if len(orders) and "id" in orders.columns and _text(orders, "id").duplicated().any():
         keep = _text(orders, "id")
         orders = orders[~keep.duplicated(keep="last")]
-    found: list[pd.DataFrame] = [
+    found: list[pd.DataFrame] = []
+    if coverage:
+        rows = {"orderId": "", "check": COVERAGE_CHECK, "detail": list(coverage)}
+        found.append(pd.DataFrame(rows))
+    found += [
         pd.DataFrame({"orderId": po.loc[p.rows, "orderId"], "check": p.check, "detail": p.detail})
         for p in order_field_problems(po)
     ]

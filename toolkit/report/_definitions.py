@@ -65,8 +65,9 @@ DEFINITIONS: dict[str, Definition] = {
     ),
     "headline": Definition(
         "Headline and confidence intervals",
-        "The main metrics per order type (market, limit, all), notional-weighted (hit rate by "
-        "order count, fill rate by requested notional). ci_low/ci_high: the 2.5th and 97.5th "
+        "The main metrics per order type (market, limit, all: every order of this set, "
+        "which holds only the orders loaded), notional-weighted (hit rate by order count, "
+        "fill rate by requested notional). ci_low/ci_high: the 2.5th and 97.5th "
         f"percentiles of the same weighted mean over {BOOTSTRAP_RESAMPLES} bootstrap "
         "resamples of the orders (drawn with replacement, one draw for every metric; above "
         "5,000 orders, of 5,000 random blocks of orders, which keeps the variance of the "

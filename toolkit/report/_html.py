@@ -11,11 +11,12 @@ import base64
 import html
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from toolkit.report._coverage import ALL_LABEL, absent_type_notes
 from toolkit.report._definitions import (
     CONVENTIONS,
     DEFINITIONS,
@@ -79,6 +80,9 @@ CSS = """
 .tk-report img { max-width: 100%; background: #ffffff; border-radius: 4px; }
 .tk-report figure { margin: 0.4em 0; }
 .tk-report .note, .tk-report .empty { color: var(--tk-muted); font-size: 0.85em; }
+.tk-report .coverage { border-left: 3px solid var(--tk-accent); padding: 0.2em 0.8em;
+  margin: 0.5em 0; }
+.tk-report .coverage ul { margin: 0.2em 0; padding-left: 1.2em; }
 .tk-report .empty { font-style: italic; }
 .tk-report nav ul { padding-left: 0; margin: 0.4em 0; }
 .tk-report nav li { display: inline; margin-right: 1em; }
@@ -153,14 +157,19 @@ def table_html(df: pd.DataFrame, name: str, currency: str = "") -> str:
 
 
 def headline_html(headline: pd.DataFrame) -> str:
-    """The headline metrics, one row per metric, market / limit / all side by side, each
-    value with its 95 % interval and the orders it rests on."""
+    """The headline metrics, one row per metric, market / limit / all orders of the set side
+    by side, each value with its 95 % interval and the orders it rests on; a note below
+    for an order type the set lacks."""
     if headline.empty:
         return '<p class="empty">No rows in headline: no order to report on.</p>'
-    types = [t for t in ("market", "limit", "all") if t in set(headline["type"])]
+    present = set(headline["type"])
+    types = [t for t in ("market", "limit", "all") if t in present]
     metrics = list(dict.fromkeys(headline["metric"]))
     h = headline.set_index(["type", "metric"])
-    head = '<th class="txt">metric</th>' + "".join(f"<th>{t} orders</th>" for t in types)
+    labels = {"all": ALL_LABEL}
+    head = '<th class="txt">metric</th>' + "".join(
+        f"<th>{html.escape(labels.get(t, f'{t} orders'))}</th>" for t in types
+    )
     rows = []
     for m in metrics:
         cells = [f'<td class="txt">{html.escape(m)}</td>']
@@ -181,10 +190,21 @@ def headline_html(headline: pd.DataFrame) -> str:
                 f'<td>{html.escape(value)} <span class="ci">{html.escape(ci)} {n}</span></td>'
             )
         rows.append("<tr>" + "".join(cells) + "</tr>")
+    notes = "".join(
+        f'<p class="note">{html.escape(n)}</p>' for n in absent_type_notes(present - {"all"})
+    )
     return (
         f'<div class="tbl"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>{notes}"
     )
+
+
+def coverage_html(notes: Sequence[str]) -> str:
+    """What the set covers, under the title: no partial set reads as every order."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    return f'<div class="coverage"><strong>What this set covers</strong><ul>{items}</ul></div>'
 
 
 def checks_html(checks: pd.DataFrame) -> str:
@@ -250,10 +270,12 @@ def body_html(
     title: str,
     subtitle: str = "",
     *,
+    coverage: Sequence[str] = (),
     collapsed: bool = False,
 ) -> str:
     """The report's sections; ``figures`` maps figure names to base64 PNG (None: none).
-    ``collapsed``: every section but the summary inside a closed ``<details>``."""
+    ``coverage``: what the set covers, as notes under the title. ``collapsed``: every
+    section but the summary inside a closed ``<details>``."""
     po = tables.get("per_order", pd.DataFrame())
     cur = ""
     if "currency" in po.columns:
@@ -262,6 +284,8 @@ def body_html(
     parts = [f'<div class="tk-report"><h1>{html.escape(title)}</h1>']
     if subtitle:
         parts.append(f'<p class="note">{html.escape(subtitle)}</p>')
+    if coverage:
+        parts.append(coverage_html(coverage))
     parts.append(
         f"<details><summary>conventions</summary><p>{html.escape(CONVENTIONS)}</p></details>"
     )
@@ -315,6 +339,7 @@ __all__ = [
     "PAGE_CSS",
     "body_html",
     "checks_html",
+    "coverage_html",
     "document_html",
     "figure_png_base64",
     "fragment_html",

@@ -26,6 +26,7 @@ from toolkit.report._columns import (
     WEIGHTS,
     empty,
 )
+from toolkit.report._coverage import frame_notes
 from toolkit.report._decomposition import contingency_costs, cost_decomposition, venue_mismatch
 from toolkit.report._fees import FEE_AMOUNTS, fees
 from toolkit.report._fills import (
@@ -136,7 +137,12 @@ def all_tables(
         "comparison": comparison(po, compare),
         "breakdown": breakdown(po),
         "data_checks": data_checks(
-            po, d.orders, trades, quote_problems=problems, duplicates=d.duplicate_orders
+            po,
+            d.orders,
+            trades,
+            quote_problems=problems,
+            duplicates=d.duplicate_orders,
+            coverage=frame_notes(frames),
         ),
         "per_order": po,
     }
