@@ -467,6 +467,27 @@ def test_parquet_round_trip_with_pandas(frames: OrderFrames, tmp_path: Path) -> 
     assert str(plain["createdAt"].dtype) == "datetime64[ms, UTC]"
 
 
+@pytest.mark.parametrize(
+    "coverage",
+    [
+        "limit orders of the listing only (market orders are not listed by the service)",
+        {"sources": {"listing": 3}, "warnings": ["2 market orders known from recordings"]},
+    ],
+)
+def test_what_the_set_covers_survives_parquet(
+    frames: OrderFrames, tmp_path: Path, coverage: object
+) -> None:
+    frames.attrs["coverage"] = coverage
+    frames.to_parquet(tmp_path / "out")
+    assert OrderFrames.read_parquet(tmp_path / "out").attrs["coverage"] == coverage
+
+
+def test_a_coverage_json_cannot_hold_is_left_out(frames: OrderFrames, tmp_path: Path) -> None:
+    frames.attrs["coverage"] = {"since": object()}
+    frames.to_parquet(tmp_path / "out")
+    assert "coverage" not in OrderFrames.read_parquet(tmp_path / "out").attrs
+
+
 def test_parquet_is_read_by_duckdb_with_the_same_values(
     frames: OrderFrames, tmp_path: Path
 ) -> None:

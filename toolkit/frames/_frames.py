@@ -222,9 +222,14 @@ class OrderFrames:
                 table = _to_arrow(df)
                 if name == "orders":
                     meta = dict(table.schema.metadata or {})
-                    meta[_PARQUET_META_KEY] = json.dumps(
-                        {"missing": list(self.missing), "quote_fields": self.quote_fields.to_dict()}
-                    ).encode()
+                    info: dict[str, Any] = {
+                        "missing": list(self.missing),
+                        "quote_fields": self.quote_fields.to_dict(),
+                    }
+                    if _jsonable(self.attrs.get("coverage")):
+                        # what the set covers goes with it: a report read back says so too
+                        info["coverage"] = self.attrs["coverage"]
+                    meta[_PARQUET_META_KEY] = json.dumps(info).encode()
                     table = table.replace_schema_metadata(meta)
                 pq.write_table(table, files.path(f"{name}.parquet"), compression="zstd")
         return {name: root / f"{name}.parquet" for name in FRAME_NAMES}
@@ -262,7 +267,10 @@ class OrderFrames:
         info = json.loads(meta) if meta else {}
         missing = list(info.get("missing", []))
         quote_fields = QuoteFields.from_dict(info.get("quote_fields"))
-        return _from_tables(tables, missing, quote_fields=quote_fields)
+        frames = _from_tables(tables, missing, quote_fields=quote_fields)
+        if info.get("coverage") is not None:
+            frames.attrs["coverage"] = info["coverage"]
+        return frames
 
     # ------------------------------------------------------------------ notebook
 
@@ -294,3 +302,14 @@ class OrderFrames:
             parts.append(f"<p>{len(self.missing):,} order(s) could not be loaded</p>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _jsonable(value: object) -> bool:
+    """Whether ``value`` is set and survives JSON as it is (the coverage note: text, or a
+    mapping of text, numbers and lists)."""
+    if value is None:
+        return False
+    try:
+        return json.loads(json.dumps(value)) == value
+    except (TypeError, ValueError):
+        return False
