@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from toolkit.cli import build_parser
+from toolkit.profile import DEFAULT_PROFILE
 from toolkit.recording._read import read_recording
 from toolkit.recording._writer import RecordingWriter
 from toolkit.sim import Simulator
@@ -98,6 +99,42 @@ def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     df = read_recording(tmp_path)
     assert {"_session", "watchticker"} <= set(df["channel"])
     assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
+
+
+def test_record_under_payloads_that_do_not_match_says_so(
+    busy_sim: Simulator, tmp_path: Path
+) -> None:
+    wrong = DEFAULT_PROFILE.replace(
+        {"name": "wrong", "payloads.ticker_symbol": "mkt", "payloads.ticker_bid": "px.b"}
+    ).dump(tmp_path / "wrong.toml")
+    root = tmp_path / "rec"
+    proc = _record(
+        busy_sim,
+        root,
+        "--channel",
+        "watchTicker:BTC/BRL",
+        "--duration",
+        "1.5",
+        "--profile",
+        str(wrong),
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    ticks = read_recording(root, "watchticker")
+    n = len(ticks)
+    assert n > 0 and ticks["symbol"].isna().all()
+    # the summary, the last status line and one warning per setting name the settings
+    assert f"missing fields: payloads.ticker_bid {n:,}, payloads.ticker_symbol {n:,})" in out
+    status = [line for line in err.splitlines() if line.startswith("messages")]
+    assert "missing fields: payloads.ticker_bid" in status[-1]
+    warned = [line for line in err.splitlines() if "(profile payloads.ticker_symbol" in line]
+    assert len(warned) == 1 and "have no 'mkt'" in warned[0]
+    assert "read_recording(..., profile=)" in warned[0]
+    session = read_recording(root, "_session")
+    details = " ".join(session.loc[session["kind"] == "mismatch", "detail"])
+    for setting in ("payloads.ticker_symbol", "payloads.ticker_bid"):
+        assert f"(profile {setting} of 'wrong')" in details
 
 
 def test_record_feeds_an_order_store(busy_sim: Simulator, tmp_path: Path) -> None:

@@ -254,12 +254,14 @@ def test_extraction_never_fails_on_odd_payloads(tmp_path: Path) -> None:
     _write(root, rows)
     df = read_recording(root)
     assert sorted(set(df["channel"])) == [
+        "_session",  # the ticker without an ask nor a last: a mismatch row each
         "somethingnew",
         "watchbalance",
         "watchorders",
         "watchticker",
         "watchtickers",
     ]
+    assert set(df.loc[df["channel"] == "_session", "kind"]) == {"mismatch"}
 
 
 def test_a_channel_name_from_the_wire_cannot_escape_the_root(tmp_path: Path) -> None:

@@ -57,7 +57,10 @@ def test_a_data_message_on_the_session_channel_is_no_session_row(
 
         monkeypatch.setattr(_raw, "_extract", refuse)
         monkeypatch.setattr(_writer, "warm_up", lambda *_: None)
-    ticker = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1"}}'
+    ticker = (
+        '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1","ask":"2",'
+        '"last":"1","timestamp":1}}'
+    )
     with RecordingWriter(tmp_path) as writer:
         writer.add_raw(ticker, 1, "c1", 1)
         writer.add_raw(SESSION_CLAIM, 2, "c1", 2)  # sent by the server, not the session's

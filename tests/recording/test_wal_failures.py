@@ -20,7 +20,10 @@ from toolkit.recording._wal import MAGIC, Row, Segment, encode_row, read_segment
 from toolkit.recording._writer import RecordingWriter
 
 T0 = 1_795_305_600 * 10**9
-TEXT = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1","seq":%d}}'
+TEXT = (
+    '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1","ask":"2","last":"1",'
+    '"timestamp":1,"seq":%d}}'
+)
 
 
 def _rows(n: int, start: int = 0) -> list[Row]:

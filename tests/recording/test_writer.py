@@ -109,12 +109,17 @@ def test_stale_temporaries_are_removed_and_never_read(tmp_path: Path) -> None:
     assert not stale.exists()
 
 
-TEXT = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","pad":"' + "a" * 25 + '"}}'
+# a whole ticker: one without a mapped field would add a ``mismatch`` session row
+TEXT = (
+    '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1","ask":"2",'
+    '"last":"1","timestamp":1}}'
+)
+SIZE = len(TEXT)
 
 
 def test_full_backlog_drops_and_records_the_loss(tmp_path: Path) -> None:
     # the backlog is what is not in Parquet yet: closed segments, the open one, the chunk
-    assert len(TEXT) == 90
+    assert SIZE == 101
     limit = 2_000
     with RecordingWriter(tmp_path, max_backlog_bytes=limit, max_pending_rows=3) as writer:
         seq = 0
@@ -124,7 +129,7 @@ def test_full_backlog_drops_and_records_the_loss(tmp_path: Path) -> None:
                 break
             assert writer.backlog_bytes() <= limit
         # dropped exactly when the message would have taken the backlog past its limit
-        assert writer.backlog_bytes() + 90 > limit
+        assert writer.backlog_bytes() + SIZE > limit
         first_drop = seq
         assert writer.stats.messages == first_drop - 1 and writer.stats.dropped == 1
         closed = writer.roll()  # closed, not converted: still backlog
@@ -173,12 +178,12 @@ def test_chunks_reach_the_segment_at_their_bounds_with_exact_counts(
 ) -> None:
     from toolkit.recording._raw import read_segment_items
 
-    per_chunk = min(max_rows, -(-max_bytes // 90))  # the byte bound: reached, not exceeded
+    per_chunk = min(max_rows, -(-max_bytes // SIZE))  # the byte bound: reached, not exceeded
     with RecordingWriter(tmp_path, max_pending_rows=max_rows, max_pending_bytes=max_bytes) as w:
         for seq in range(1, 301):
             assert w.add_raw(TEXT, T0 + seq, "c1", seq)
             # counts are exact at every moment, though the fast lane counts in bulk
-            assert w.stats.messages == seq and w.stats.bytes == 90 * seq
+            assert w.stats.messages == seq and w.stats.bytes == SIZE * seq
             assert w.pending <= per_chunk
         segment = next((tmp_path / "_wal").glob("*.wal"))
         w.flush_buffers()

@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         status.done()
     print(
         f"recorded {stats.messages:,} messages into {args.out} "
-        f"({stats.files} files, {stats.gaps} gaps, {stats.dropped} dropped)"
+        f"({stats.files} files, {stats.gaps} gaps, {stats.dropped} dropped"
+        f"{stats.misses_text('; ')})"
     )
     return 0

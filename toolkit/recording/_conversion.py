@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows
+from toolkit.recording._misses import Misses, count_row_misses, merge
 from toolkit.recording._raw import _BATCH_MARK, _decode_batches, tables_from_raw
 from toolkit.recording._rows import NS_PER_DAY, partition_dir, profile_metadata, recording_schema
 from toolkit.recording._wal import MAGIC, Row, decode_payload
@@ -155,10 +156,13 @@ def convert_segment(
     *,
     compression: str = "zstd",
     profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
 ) -> list[Path]:
     """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
     under ``profile``, which the files' metadata names), then delete it. Same segment, same
     file names: converting it twice (after a crash mid-way) overwrites, never duplicates.
+    ``misses``: count there the messages that lack a field the profile maps, per
+    ``payloads.*`` setting (left as they were when the conversion fails).
 
     The rows before a bad record are converted; a segment with bad bytes (not just a last
     record cut short by a crash) is then kept as ``<name>.wal.corrupt``, not deleted, and a
@@ -169,14 +173,16 @@ def convert_segment(
     rows: list[Row] = []
     batches: list[Any] = []
     held = 0
+    found: Misses = {}
 
     def flush() -> None:
         nonlocal batches, rows, held
         if rows:
+            count_row_misses(rows, profile, found)
             files.write({key: [bucket] for key, bucket in bucket_rows(rows).items()})
             rows = []
         if batches:
-            files.write(tables_from_raw(batches, profile))
+            files.write(tables_from_raw(batches, profile, found))
             batches = []
         held = 0
 
@@ -207,6 +213,8 @@ def convert_segment(
         raise
     _dispose(path, scan)
     _release_memory()
+    if misses is not None:
+        merge(misses, found)
     return written
 
 

@@ -4,7 +4,8 @@ Parquet, so that the conversion never competes for the GIL with the receiving lo
 The recorder starts it with ``ConverterProcess.start`` and sends it the path of each
 closed segment, one per line on its stdin. The converter says ``ready`` once started, then
 answers one JSON line per segment on its stdout, in order: ``{"done": path, "files": n}``
-or ``{"failed": path, "error": text}``, with ``"warnings": [text, ...]`` when the
+(with ``"misses": {setting: count}`` when messages lacked a field the profile maps) or
+``{"failed": path, "error": text}``, with ``"warnings": [text, ...]`` when the
 conversion warned (a segment kept for its bad bytes), which the recorder logs. It ends
 after the line ``exit``, once every segment sent before it is converted. It runs at a
 lower CPU priority, shares the root's lock with the recorder (the descriptor is
@@ -76,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not path:
             continue
+        misses: dict[str, int] = {}
         try:
-            files = convert_segment(root, path, compression=compression, profile=profile)
+            files = convert_segment(
+                root, path, compression=compression, profile=profile, misses=misses
+            )
         except Exception as exc:
             reply: dict[str, Any] = {"failed": path, "error": f"{type(exc).__name__}: {exc}"}
         else:
             reply = {"done": path, "files": len(files)}
+            if misses:
+                reply["misses"] = misses
         if warnings:
             reply["warnings"] = list(warnings)
             warnings.clear()
@@ -203,7 +209,10 @@ class ConverterProcess:
                 _log.warning("%s", text)
             if "done" in reply:
                 path = Path(reply["done"])
-                self.writer.converted(path, int(reply.get("files", 0)))
+                misses = reply.get("misses")
+                self.writer.converted(
+                    path, int(reply.get("files", 0)), misses if isinstance(misses, dict) else None
+                )
             else:
                 path = Path(reply.get("failed", ""))
                 _log.warning("converting %s failed: %s", path, reply.get("error"))

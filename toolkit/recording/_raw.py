@@ -5,6 +5,7 @@ as Arrow batch records of a segment, and their columns extracted in Arrow's JSON
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import struct
 import zlib
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit.profile import DEFAULT_PROFILE, Payloads, ServiceProfile
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, bucket_rows
+from toolkit.recording._misses import Misses, count_text_misses
 from toolkit.recording._rows import (
     NS_PER_DAY,
     SESSION_CHANNEL,
@@ -277,10 +279,13 @@ def _ms_array(values: Any, unit: str = "auto") -> Any:
     return as_int
 
 
-def _extract(raw: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE) -> pa.Table:
+def _extract(
+    raw: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE, misses: Misses | None = None
+) -> pa.Table:
     """The recording-schema table of a table of raw data messages, every column extracted
     in Arrow (C++) where ``profile`` says; raises _Fallback for what only the Python path
-    handles exactly."""
+    handles exactly. ``misses``: count there the ``payloads.*`` settings whose field a
+    message lacks (only the messages with a null mapped field are read in Python)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -411,14 +416,32 @@ def _extract(raw: pa.Table, profile: ServiceProfile = DEFAULT_PROFILE) -> pa.Tab
         ts_null,
         pc.cast(texts, pa.string()),
     ]
+    if misses is not None:
+        # absent and null look alike here: the few rows with a null are told apart in Python
+        empty = [pc.fill_null(pc.equal(symbol, ""), True)]
+        empty += [pc.is_null(field_(path)) for path in (p.ticker_bid, p.ticker_ask)]
+        empty += [pc.is_null(field_(path)) for path in (p.ticker_last, p.ticker_time)]
+        maybe = pc.or_(
+            pc.and_(is_t, functools.reduce(pc.or_, empty)),
+            pc.or_(
+                pc.and_(is_b, pc.is_null(field_(p.balance_time))),
+                pc.and_(is_ts, pc.is_null(updated)),
+            ),
+        )
+        if pc.any(maybe).as_py():
+            found = texts.filter(maybe).to_pylist()
+            count_text_misses(channel.filter(maybe).to_pylist(), found, profile, misses)
     return pa.Table.from_arrays(columns, schema=schema)
 
 
 def tables_from_raw(
-    batches: Sequence[pa.RecordBatch], profile: ServiceProfile = DEFAULT_PROFILE
+    batches: Sequence[pa.RecordBatch],
+    profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
 ) -> Parts:
     """Raw batches as recording-schema tables grouped by (channel, UTC day), their columns
-    extracted where ``profile`` says."""
+    extracted where ``profile`` says; ``misses``: count there the ``payloads.*`` settings
+    whose field a message lacks."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -427,10 +450,10 @@ def tables_from_raw(
         return out
     raw = pa.Table.from_batches(batches)
     try:
-        table = _extract(raw, profile)
+        table = _extract(raw, profile, misses)
     except _Fallback:
         columns = [raw.column(i).to_pylist() for i in range(4)]
-        rows = rows_from_raw(zip(*columns, strict=True), profile)
+        rows = rows_from_raw(zip(*columns, strict=True), profile, misses)
         for key, bucket in bucket_rows(rows).items():
             out.setdefault(key, []).append(bucket)
         return out

@@ -21,7 +21,12 @@ from toolkit.recording._rows import (
     profile_from_metadata,
     recording_schema,
 )
-from toolkit.recording._tickers import TICKERS_CHANNEL, explode_tickers
+from toolkit.recording._tickers import (
+    REREAD_CHANNELS,
+    TICKERS_CHANNEL,
+    explode_tickers,
+    reread_columns,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -219,8 +224,9 @@ def read_recording_table(
     seq); same filters as :func:`read_recording`, plus ``dates`` (``YYYY-MM-DD``
     partitions to read). ``per_pair``: one row per pair of each ``watchtickers`` message
     instead of one per message (as recorded); by default when ``channel`` names
-    ``watchtickers``. Pairs are read under each file's own profile (``profile``
-    overrides)."""
+    ``watchtickers``. Pairs are read under each file's own profile; ``profile`` overrides
+    it, and the columns of the ticker and balance channels are then extracted again from
+    ``raw`` under it."""
     return read_table(
         root,
         channel,
@@ -285,7 +291,10 @@ def read_table(
         end_ns = _timestamp_ns(end)
         both(ds.field("date") <= _date(end_ns))
         both(ds.field("received_at") < pc.scalar(end_ns).cast(schema.field("received_at").type))
+    # under another profile, these channels' columns are read again from ``raw``
+    reread = [*REREAD_CHANNELS, *(() if per_pair else (TICKERS_CHANNEL,))]
     wanted_symbols = None
+    keep_symbols: Any = None
     if symbols is not None:
         wanted_symbols = [s.strip().upper() for s in symbols]
         # session rows carry no symbol but say where data may be missing: keep them;
@@ -293,13 +302,23 @@ def read_table(
         keep = ds.field("symbol").isin(wanted_symbols) | (ds.field("channel") == SESSION_CHANNEL)
         if per_pair:
             keep = keep | (ds.field("channel") == TICKERS_CHANNEL)
-        both(keep)
+        if profile is None:
+            both(keep)
+        else:  # the symbols recorded may be wrong: filtered once read again
+            both(keep | ds.field("channel").isin(reread))
+            keep_symbols = keep
     sort_keys = ["received_at", "connection_id", "seq"]
-    extra = ["channel", "raw"] if per_pair else []
+    extra = ["channel", "raw"] if per_pair or profile is not None else []
+    if keep_symbols is not None:
+        extra.append("symbol")
     if with_file or (per_pair and profile is None):
         extra.append(FILE_COLUMN)
     read_cols = list(dict.fromkeys([*wanted, *sort_keys, *extra]))
     table = dataset.to_table(columns=read_cols, filter=expr)
+    if profile is not None:
+        table = reread_columns(table, profile, reread)
+        if keep_symbols is not None:
+            table = table.filter(keep_symbols)
     if per_pair:
         if profile is None:
             table = _explode_per_file(table, wanted_symbols)
@@ -388,7 +407,11 @@ def read_recording(
     columns : list of str or "all", optional
         The columns to return; default: those the channels use.
     profile : ServiceProfile, optional
-        Read the ticker payloads under this profile instead of the recording's own.
+        Read the ticker and balance payloads under this profile instead of the
+        recording's own: their columns (``symbol``, ``bid``, ``ask``, ``last``,
+        ``updated_at``) are extracted again from ``raw``, e.g. after a recording whose
+        ``payloads.*`` did not match the service. A mapped field still missing is warned
+        about, naming its setting.
 
     Returns
     -------

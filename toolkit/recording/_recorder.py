@@ -95,6 +95,10 @@ class Recorder:
     The extracted columns (symbol, order id, status, updatedAt, bid/ask/last) are read
     where ``profile`` says (by default the client's ``profile``); every file names it in
     its Parquet metadata, so ``read_recording`` and ``replay`` read it back the same way.
+    A message that lacks a field the profile maps keeps its raw JSON with that column
+    null: as each segment is converted, such messages are counted per ``payloads.*``
+    setting in ``stats.misses``, recorded as ``mismatch`` rows of ``_session``, and each
+    setting is warned about once (``read_recording(..., profile=)`` reads them again).
 
     Parameters
     ----------
@@ -389,6 +393,7 @@ class Recorder:
                 max_workers=1, thread_name_prefix="recorder-convert", initializer=_background
             )
         writer = self.writer
+        misses: dict[str, int] = {}  # filled by the worker, read once it is done
         future = asyncio.get_running_loop().run_in_executor(
             self._executor,
             functools.partial(
@@ -397,6 +402,7 @@ class Recorder:
                 closed.path,
                 compression=writer.compression,
                 profile=writer.profile,
+                misses=misses,
             ),
         )
 
@@ -407,7 +413,7 @@ class Recorder:
             if f.exception() is not None:  # left in the backlog: the close tries again
                 _log.warning("converting %s failed: %s", closed.path, f.exception())
                 return
-            writer.converted(closed, len(f.result()))
+            writer.converted(closed, len(f.result()), misses)
 
         future.add_done_callback(done)
         self._converting = [f for f in self._converting if not f.done()]

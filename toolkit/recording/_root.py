@@ -11,6 +11,7 @@ from pathlib import Path
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._conversion import convert_segment
+from toolkit.recording._misses import Misses
 from toolkit.recording._wal import SUFFIX
 
 
@@ -48,17 +49,21 @@ def recover(
     *,
     compression: str = "zstd",
     profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
 ) -> list[Path]:
     """Convert the segments a crashed recorder left in ``ROOT/_wal/`` and delete the
-    temporary files of conversions it did not finish. Call it only while holding the
-    root's lock (``RecordingWriter.open`` does)."""
+    temporary files of conversions it did not finish (``misses`` as for
+    ``convert_segment``). Call it only while holding the root's lock
+    (``RecordingWriter.open`` does)."""
     root_path = Path(root)
     for tmp in root_path.glob("channel=*/date=*/.part-*.parquet.tmp"):
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     files: list[Path] = []
     for segment in sorted(wal_dir(root).glob(f"*{SUFFIX}")):
-        files.extend(convert_segment(root, segment, compression=compression, profile=profile))
+        files.extend(
+            convert_segment(root, segment, compression=compression, profile=profile, misses=misses)
+        )
     return files
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
+from toolkit.recording._misses import Misses, count_payload_misses, may_miss
 from toolkit.recording._wal import Row
 from toolkit.stream._decode import LazyMessage
 from toolkit.stream._events import OrderEvent, SessionEvent, TickerEvent, order_id_of
@@ -187,12 +188,14 @@ def row_from_message(
     seq: int,
     raw_text: str | None = None,
     profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
 ) -> Row:
     """The row of one data message ``{"channel", "message"}`` with its extracted columns,
     read where ``profile`` says (``payloads`` paths, ``orders.timestamp_unit``).
 
     Extraction never fails: a missing field or one of an unexpected type becomes null, and
     the whole message is always kept in ``raw`` (new fields of the service stay there).
+    ``misses``: count there the ``payloads.*`` settings whose field the message lacks.
     """
     channel = data_channel(raw.get("channel", ""))
     message = raw.get("message")
@@ -224,7 +227,7 @@ def row_from_message(
             updated = max(known) if known else None
     elif channel == "watchbalance":
         updated = _ms(get_path(message, p.balance_time), unit)
-    return Row(
+    row = Row(
         received_at_ns,
         connection_id,
         seq,
@@ -242,6 +245,9 @@ def row_from_message(
         None,
         text,
     )
+    if misses is not None and may_miss(row):
+        count_payload_misses(channel, message, profile, misses)
+    return row
 
 
 _CHANNEL_PREFIX = re.compile(r'\{\s*"channel"\s*:\s*"([^"\\]*)"')
@@ -254,8 +260,10 @@ def row_from_text(
     connection_id: str,
     seq: int,
     profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
 ) -> Row:
-    """The row of one data message as the server sent it; ``raw`` is ``text`` itself."""
+    """The row of one data message as the server sent it; ``raw`` is ``text`` itself
+    (``misses`` as for ``row_from_message``)."""
     try:
         msg = json.loads(text)
     except ValueError:
@@ -271,16 +279,24 @@ def row_from_text(
         seq=seq,
         raw_text=text,
         profile=profile,
+        misses=misses,
     )
 
 
 RawItem = tuple[int, str, int, str]  # received_at_ns, connection_id, seq, text
 
 
-def rows_from_raw(items: Iterable[RawItem], profile: ServiceProfile = DEFAULT_PROFILE) -> list[Row]:
-    """Rows of raw data messages (the per-row Python path of the conversion)."""
+def rows_from_raw(
+    items: Iterable[RawItem],
+    profile: ServiceProfile = DEFAULT_PROFILE,
+    misses: Misses | None = None,
+) -> list[Row]:
+    """Rows of raw data messages (the per-row Python path of the conversion); ``misses``
+    as for ``row_from_message``."""
     return [
-        row_from_text(text, received_at_ns=ns, connection_id=conn, seq=seq, profile=profile)
+        row_from_text(
+            text, received_at_ns=ns, connection_id=conn, seq=seq, profile=profile, misses=misses
+        )
         for ns, conn, seq, text in items
     ]
 

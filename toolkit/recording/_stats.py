@@ -19,7 +19,10 @@ class RecorderStats:
     Parquet ``files`` written, ``gaps`` seen, messages ``dropped`` (the backlog on disk was
     past its limit), ``recovered`` files from an earlier crash, ``flushed_rows`` durable in
     the write-ahead log (data and session rows: what a crash can no longer lose),
-    ``backlog_bytes`` of write-ahead segments not yet converted to Parquet.
+    ``backlog_bytes`` of write-ahead segments not yet converted to Parquet, and ``misses``:
+    per ``payloads.*`` setting of the profile, the messages that lacked the field it maps
+    (their column is null; counted as segments are converted, so they lag by up to one
+    rotation).
 
     ``started_at`` is when the recorder started, wall-clock, a timezone-aware UTC
     ``datetime``; rates are measured on a monotonic clock of their own."""
@@ -33,6 +36,7 @@ class RecorderStats:
     session_rows: int = 0
     flushed_rows: int = 0
     backlog_bytes: int = 0
+    misses: dict[str, int] = field(default_factory=dict)
     started_at: datetime = field(default_factory=_utc_now)
     _started_mono: float = field(default_factory=time.monotonic, repr=False, compare=False)
 
@@ -47,8 +51,16 @@ class RecorderStats:
         return (
             f"messages {self.messages:,} ({self.messages / elapsed:,.0f}/s)  "
             f"saved {self.flushed_rows:,}  bytes {_human(self.bytes)}  files {self.files}  "
-            f"gaps {self.gaps}  dropped {self.dropped}"
+            f"gaps {self.gaps}  dropped {self.dropped}{self.misses_text('  ')}"
         )
+
+    def misses_text(self, prefix: str = "") -> str:
+        """``prefix`` and the misses per setting (``payloads.ticker_symbol 7, ...``), or
+        "" when there were none."""
+        if not self.misses:
+            return ""
+        found = ", ".join(f"{setting} {n:,}" for setting, n in sorted(self.misses.items()))
+        return f"{prefix}missing fields: {found}"
 
 
 def _human(n: float) -> str:

@@ -14,7 +14,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,8 @@ from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import buffer_parts
 from toolkit.recording._conversion import convert_segment
+from toolkit.recording._drops import DropSpan
+from toolkit.recording._misses import Misses, report_misses
 from toolkit.recording._raw import RawBuffer, warm_up
 from toolkit.recording._root import LOCK_NAME, _lock, check_root, positive_seconds, wal_dir
 from toolkit.recording._root import WAL_DIR as WAL_DIR  # re-exported: older imports
@@ -32,7 +34,6 @@ from toolkit.recording._rows import (
     profile_metadata,
     row_from_event,
     rows_from_raw,
-    session_row,
 )
 from toolkit.recording._stats import RecorderStats
 from toolkit.recording._wal import SUFFIX, Row, Segment, encode_row
@@ -126,14 +127,8 @@ class RecordingWriter:
         self._pending_bytes = 0
         #: the largest raw message seen: the fast lane's steps assume none larger
         self._largest = 0
-        self._drop_count = 0
-        self._drop_first_ns: int | None = None
-        self._drop_last_ns: int | None = None
-        #: why the messages of the current drop span were dropped
-        self._drop_reasons: dict[str, None] = {}
-        #: the ``dropped`` row in the chunk, with its count, span and reasons
-        self._unwritten_drop: tuple[Row, int, int | None, int | None, dict[str, None]] | None
-        self._unwritten_drop = None
+        #: messages dropped since the last ``dropped`` row, and that row in the chunk
+        self._drops = DropSpan()
         #: the first failed append to a segment (kept for ``check``)
         self.error: OSError | None = None
         #: messages dropped since appends began to fail (0: they work)
@@ -170,11 +165,15 @@ class RecordingWriter:
         wal = wal_dir(self.root)
         wal.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _lock(wal / LOCK_NAME)
+        misses: Misses = {}
         try:
-            recovered = recover(self.root, compression=self.compression, profile=self.profile)
+            recovered = recover(
+                self.root, compression=self.compression, profile=self.profile, misses=misses
+            )
         except BaseException:
             self._unlock()
             raise
+        self.note_misses(misses)
         self._stats.recovered += len(recovered)
         self._stats.files += len(recovered)
         self._stats.restart_clock()
@@ -186,12 +185,17 @@ class RecordingWriter:
         this process), release the lock; then raise the write failure that dropped
         messages (``error``), if any."""
         try:
-            if self._segment is not None:
-                self.flush()
-                self.roll(reopen=False)
             files: list[Path] = []
-            for path, size in list(self._closed.items()):
-                files.extend(self.convert(ClosedSegment(path, size)))
+            while True:
+                if self._segment is None and self._pending:
+                    self._new_segment()  # rows noted after the last roll (``note_misses``)
+                if self._segment is not None:
+                    self.flush()
+                    self.roll(reopen=False)
+                if not self._closed:
+                    break
+                for path, size in list(self._closed.items()):
+                    files.extend(self.convert(ClosedSegment(path, size)))
         finally:
             self._unlock()
         self.check()
@@ -244,12 +248,8 @@ class RecordingWriter:
         return self.backlog_bytes() + size > self.max_backlog_bytes
 
     def _drop(self, received_at_ns: int, connection_id: str) -> bool:
-        self._drop_reasons["the recording backlog was full"] = None
-        self._drop_count += 1
+        self._drops.drop(received_at_ns, "the recording backlog was full")
         self._stats.dropped += 1
-        if self._drop_first_ns is None:
-            self._drop_first_ns = received_at_ns
-        self._drop_last_ns = received_at_ns
         self._last_conn = connection_id
         self._room = 0  # every message the slow way until there is room again
         return False
@@ -260,7 +260,7 @@ class RecordingWriter:
         size = len(row.raw) if row.raw else 64
         if row.channel != SESSION_CHANNEL and self._full(size):
             return self._drop(row.received_at_ns, row.connection_id)
-        if self._drop_count:
+        if self._drops.count:
             self._note_drops()
         self._pending.append(row)
         self._pending_bytes += size
@@ -305,7 +305,7 @@ class RecordingWriter:
         size = len(text)
         if self._full(size):
             return self._drop(received_at_ns, connection_id)
-        if self._drop_count:
+        if self._drops.count:
             self._note_drops()
         raw = self._raw
         raw.append(text, received_at_ns, connection_id, seq)
@@ -353,45 +353,20 @@ class RecordingWriter:
         self._set_room()
 
     def _note_drops(self) -> None:
-        """Turn the drop span into a ``dropped`` row of the chunk; a ``dropped`` row still
-        in the chunk (its append failed) takes it in rather than a second row."""
-        count, first, last = self._drop_count, self._drop_first_ns, self._drop_last_ns
-        reasons = self._drop_reasons
-        self._drop_count = 0
-        self._drop_first_ns = self._drop_last_ns = None
-        self._drop_reasons = {}
-        earlier = self._unwritten_drop
-        if earlier is not None and earlier[0] in self._pending:
-            self._pending.remove(earlier[0])
-            count += earlier[1]
-            first = min((t for t in (earlier[2], first) if t is not None), default=None)
-            last = max((t for t in (earlier[3], last) if t is not None), default=None)
-            reasons = {**earlier[4], **reasons}
-        else:
+        """Turn the drop span into a ``dropped`` row of the chunk (see ``DropSpan.note``)."""
+        if self._drops.note(self._pending, self._last_conn, self._clock_ns):
             self._stats.session_rows += 1
-        # bypasses the bound on purpose: the record of a loss must not itself be lost
-        row = session_row(
-            "dropped",
-            received_at_ns=last if last is not None else self._clock_ns(),
-            connection_id=self._last_conn,
-            seq=-1,
-            detail=f"{count} messages dropped: {'; '.join(reasons)}",
-            gap_start_ns=first,
-            gap_end_ns=last,
-        )
-        self._pending.append(row)
-        self._unwritten_drop = (row, count, first, last, reasons)
 
     def take(self) -> list[Row]:
         """Hand the rows of the chunk over instead of appending them, raw messages
         converted to rows (slow; for tests and tools)."""
         self._catch_up()
-        if self._drop_count:
+        if self._drops.count:
             self._note_drops()
         rows, self._pending = self._pending, []
         raw, self._raw = self._raw, RawBuffer()
         self._pending_bytes = self._counted = 0
-        self._unwritten_drop = None
+        self._drops.unwritten = None
         self._set_room()
         return rows + rows_from_raw(raw, self.profile)
 
@@ -425,7 +400,7 @@ class RecordingWriter:
             )
             self._failing, self._failed_drops = False, 0
         self._pending = []
-        self._unwritten_drop = None
+        self._drops.unwritten = None
         if raw:
             self._last_conn = raw.conn or self._last_conn
             self._raw = RawBuffer()
@@ -471,12 +446,7 @@ class RecordingWriter:
             stats.bytes -= sum(len(r.raw) if r.raw else 64 for r in lost)
             stats.bytes -= sum(map(len, raw.texts))
             stats.dropped += len(stamps)
-            self._drop_count += len(stamps)
-            first = self._drop_first_ns
-            self._drop_first_ns = min(stamps) if first is None else min(first, *stamps)
-            last = self._drop_last_ns
-            self._drop_last_ns = max(stamps) if last is None else max(last, *stamps)
-            self._drop_reasons[reason] = None
+            self._drops.drop_many(stamps, reason)
             self._last_conn = raw.conn or (lost[-1].connection_id if lost else self._last_conn)
         return named
 
@@ -553,7 +523,7 @@ class RecordingWriter:
         must be closed before it is converted."""
         if self._segment is None:
             return None
-        if not reopen and self._drop_count:
+        if not reopen and self._drops.count:
             self._note_drops()  # the last segment: a loss still open is recorded now
         self.spill()
         old = self._segment  # after the spill: a roll of its own may have replaced it
@@ -573,23 +543,43 @@ class RecordingWriter:
         segment.close()
         self._stats.flushed_rows += count
 
-    def converted(self, closed: ClosedSegment | Path, files: int) -> None:
-        """Take a converted segment off the backlog and count its files."""
+    def converted(
+        self, closed: ClosedSegment | Path, files: int, misses: Mapping[str, int] | None = None
+    ) -> None:
+        """Take a converted segment off the backlog and count its files and ``misses``."""
         path = closed.path if isinstance(closed, ClosedSegment) else Path(closed)
         size = self._closed.pop(path, None)
         if size is not None:
             self._backlog -= size
         self._stats.files += files
+        self.note_misses(misses)
+
+    def note_misses(self, misses: Mapping[str, int] | None) -> None:
+        """Count the messages of a conversion that lacked a field the profile maps (per
+        ``payloads.*`` setting) in ``stats.misses``, each setting as a ``mismatch`` row of
+        ``_session``, and warn once per setting."""
+        rows = report_misses(
+            misses, self._stats.misses, self.profile, self.root, self._clock_ns(), self._last_conn
+        )
+        # never a spill here: this may come after the last segment was closed
+        self._pending.extend(rows)
+        self._pending_bytes += 64 * len(rows)
+        self._stats.session_rows += len(rows)
 
     def convert(self, closed: ClosedSegment | None) -> list[Path]:
         """Write a closed segment's rows as Parquet (read back from disk), then delete the
         segment and take it off the backlog."""
         if closed is None:
             return []
+        misses: Misses = {}
         files = convert_segment(
-            self.root, closed.path, compression=self.compression, profile=self.profile
+            self.root,
+            closed.path,
+            compression=self.compression,
+            profile=self.profile,
+            misses=misses,
         )
-        self.converted(closed, len(files))
+        self.converted(closed, len(files), misses)
         return files
 
     def rotate(self, *, reopen: bool = True) -> list[Path]:

@@ -39,8 +39,16 @@ __all__ = [
 #: limit: CLOSED, EXPIRED, CANCELLED, REJECTED). EXECUTED and CANCELLING still move on.
 FINAL_STATUSES = frozenset({"CLOSED", "REJECTED", "EXPIRED", "CANCELLED"})
 
+#: ``mismatch``: a recording's payloads missed a mapped field (a replayed ``_session`` row)
 SessionKind = Literal[
-    "connected", "disconnected", "subscribed", "unsubscribed", "resubscribed", "gap", "dropped"
+    "connected",
+    "disconnected",
+    "subscribed",
+    "unsubscribed",
+    "resubscribed",
+    "gap",
+    "dropped",
+    "mismatch",
 ]
 
 

@@ -293,17 +293,28 @@ class OrderBook:
         previous reconcile (see ``_list_recent``); apply what changed.
 
         Returns the changes (OrderEvents with ``reconciled=True``). An order that is gone
-        (404) is left as it was; a listing route that is not active is skipped.
+        (404) is left as it was; a listing that fails otherwise (a route not active yet,
+        the network, a 5xx) is logged and skipped, and so is a fetchOrder that fails.
+
+        Raises
+        ------
+        InvalidResponse
+            An answer that does not match the profile or the contract (e.g. a listing item
+            without the id ``listing.id_field`` names): no later pass could read it either,
+            so it is raised, not logged, once the other orders read are applied.
         """
         client = self._require_client()
         async with self._reconcile_lock:
             to_fetch: dict[str, None] = {
                 oid: None for oid, state in self._orders.items() if not state.final
             }
+            mismatch: InvalidResponse | None = None
             try:
                 async for item in client.aiter_limit_orders(status="ACTIVE"):
                     self._consider(item, to_fetch)
                 await self._list_recent(client, to_fetch)
+            except InvalidResponse as exc:
+                mismatch = exc  # the profile or the contract: raised once known orders are read
             except ToolkitError as exc:
                 # e.g. the route is not active yet (404): known orders are still re-read
                 _log.warning("reconcile: listing limit orders failed: %s", exc)
@@ -315,13 +326,18 @@ class OrderBook:
                 if isinstance(result, BaseException):
                     if isinstance(result, asyncio.CancelledError):
                         raise result
-                    _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
+                    if isinstance(result, InvalidResponse):
+                        mismatch = mismatch or result
+                    else:
+                        _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
                     continue
                 if result is None:
                     continue
                 event = self.apply(result, reconciled=True)
                 if event is not None:
                     changes.append(event)
+            if mismatch is not None:
+                raise mismatch
             self.reconciles += 1
             _log.debug("reconcile: %d read, %d changed", len(to_fetch), len(changes))
             return changes
@@ -381,7 +397,9 @@ class OrderBook:
 
         With no ``session``, opens ``client.stream()`` and closes it on exit. Subscribes
         ``watchOrders`` when the session has not, reconciles once at start and after every
-        gap. An error that ended the session is raised.
+        gap. An error that ended the session is raised, and so is the ``InvalidResponse``
+        of a reconcile (REST answers that do not match the profile: the book would stay
+        empty or wrong; a view built on it shows the error).
         """
         if session is None:
             async with self._require_client().stream() as own:
