@@ -1,16 +1,17 @@
 """What the real-browser tests share: the processes they start and how they stop them,
 playwright-core (pinned in tests/browser/package-lock.json; it drives Debian's Chromium
-and never downloads a browser) and the ipywidgets HTML manager for embedded views."""
+and never downloads a browser) and the ipywidgets HTML manager for embedded views (the
+pinned copy the docs site serves, docs/tools/widgets.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTEFACTS = ROOT / "out" / "browser"
 PLAYWRIGHT = ROOT / "tests" / "browser" / "node_modules" / "playwright-core"
 NPM = shutil.which("npm")
-HTML_MANAGER = "@jupyter-widgets/html-manager@1.0.15"
 
 
 def children() -> dict[int, list[int]]:
@@ -105,23 +105,18 @@ def playwright(timeout: float = 120) -> Path:
     return PLAYWRIGHT
 
 
-def embed_js() -> Path:
-    """The ipywidgets HTML manager's ``embed.js``, fetched once with ``npm pack``."""
-    cache = ARTEFACTS / "html-manager"
-    target = cache / "package" / "dist" / "embed.js"
-    if target.exists():
-        return target
-    assert NPM is not None, "npm is needed once to fetch the ipywidgets HTML manager"
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [NPM, "pack", HTML_MANAGER, "--pack-destination", str(cache)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+def docs_widgets() -> Any:
+    """docs/tools/widgets.py: the pinned HTML manager the docs site serves, and its hook."""
+    spec = importlib.util.spec_from_file_location(
+        "tk_docs_widgets", ROOT / "docs" / "tools" / "widgets.py"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (tarball,) = cache.glob("*.tgz")
-    with tarfile.open(tarball) as tar:
-        tar.extractall(cache, filter="data")
-    return target
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def embed_js() -> Path:
+    """The ipywidgets HTML manager's ``embed.js``: the pinned copy the docs site serves
+    (fetched once with ``npm pack``, its sha512 checked; see docs/tools/widgets.py)."""
+    return Path(docs_widgets().bundle()) / "embed.js"

@@ -57,6 +57,8 @@ try {
           problems.push({ what: `${what} clipped`, text, scrollWidth: el.scrollWidth, clientWidth: el.clientWidth });
         }
       };
+      // the parts of a row (the table, the button-or-outcome cell) and of the filter bar
+      document.querySelectorAll("#out .widget-hbox > *").forEach((e) => check(e, "part"));
       document.querySelectorAll(".tk-grid > span").forEach((e) => check(e, "cell"));
       document.querySelectorAll(".tk-badge, .tk-outcome, .tk-legend, .tk-status, .tk-counts").forEach((e) => check(e, "text"));
       document.querySelectorAll(".widget-button, .widget-dropdown").forEach((e) => check(e, "control"));

@@ -141,3 +141,29 @@ def test_a_dropped_connection_shows_reconnecting_then_gap_reconciled(fresh_sim: 
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_the_first_reconcile_reads_as_loading_not_as_an_empty_account(fresh_sim: Any) -> None:
+    """The view connects before the book has read a single order over REST: until that
+    first pass is done its state is "loading" and its counts say the orders are being read
+    (an audit saw "connected, 0 orders" for 15 s of an account with orders)."""
+
+    async def main() -> None:
+        client = fresh_sim.client()
+        view = OrderStatusView(client, max_rows=5)
+        seen: list[tuple[str, int]] = []
+        view._status.observe(lambda _c: seen.append((view.state, view.book.reconciles)), "value")
+        try:
+            assert "reading the account's orders" in view._counts.value
+            assert "0</b> orders" not in view._counts.value
+            await until(lambda: view.state == "connected")
+            assert ("loading", 0) in seen
+            # "connected" only once the book has read the orders, never before
+            assert all(n >= 1 for state, n in seen if state == "connected"), seen
+            await until(lambda: "orders (ACTIVE" in view._counts.value)
+            assert len(view.book.orders) > 0
+        finally:
+            await view.astop()
+            await client.aclose()
+
+    asyncio.run(main())

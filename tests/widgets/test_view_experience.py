@@ -18,7 +18,7 @@ import pytest
 from toolkit.client._cancel import CancelOutcome, CancelResult
 from toolkit.errors import InvalidRequest, ServiceError
 from toolkit.widgets import OrderStatusView, TickerView
-from toolkit.widgets._theme import STYLE, when
+from toolkit.widgets._theme import STYLE, when, when_compact
 
 T0 = 1_790_000_000_000  # 2026-09-21 14:13:20 UTC
 
@@ -109,7 +109,7 @@ def test_timeline_on_one_line_with_the_full_history_on_hover(ev: Any) -> None:
     slot = view.slot_for("l-1")
     assert slot is not None
     cell = re.search(
-        r"<span class='tk-tl' title='([^']*)'>(.*?)</span><span class='tk-num'>", slot.html.value
+        r"<span class='tk-tl' title='([^']*)'>(.*?)</span><span class='tk-num' ", slot.html.value
     )
     assert cell is not None
     tooltip, shown = cell.groups()
@@ -180,14 +180,39 @@ def test_orders_of_other_days_show_their_date(ev: Any) -> None:
     old, new = view.slot_for("l-1"), view.slot_for("l-2")
     assert old is not None and new is not None
     this_year = today.startswith("2026")
-    shown = "09-21 14:13:20" if this_year else "2026-09-21 14:13"
-    assert f"<span class='tk-num'>{shown}</span></div>" in old.html.value
+    shown = "09-21 14:13" if this_year else "2026-09-21"
+    full = "2026-09-21 14:13:20.003"  # the whole time on hover
+    assert f"<span class='tk-num' title='{full}'>{shown}</span></div>" in old.html.value
     assert today not in visible_text(new.html.value)
-    assert re.search(r"<span class='tk-num'>\d\d:\d\d:\d\d\.\d{3}</span></div>", new.html.value)
+    assert re.search(r"'>\d\d:\d\d:\d\d\.\d{3}</span></div>", new.html.value)
+    assert when_compact(T0, today="2026-09-21") == "14:13:20.000"
+    assert when_compact(T0, today="2026-09-22") == "09-21 14:13"
+    assert when_compact(T0, today="2027-01-02") == "2026-09-21"
+    assert when_compact(0) == "–"
     assert when(T0, today="2026-09-21") == "14:13:20.000"
     assert when(T0, today="2026-09-22") == "09-21 14:13:20"
     assert when(T0, today="2027-01-02") == "2026-09-21 14:13"
     assert when(0) == "–"
+
+
+@pytest.mark.parametrize("days", [1, 400], ids=["another day", "another year"])
+def test_an_order_of_another_day_does_not_widen_the_rows(ev: Any, days: int) -> None:
+    """Notebook 02's rows fill JupyterLab's output area at 1,280 px: an order updated
+    before midnight (UTC) must not make them wider than today's, or they overflow it."""
+    view = OrderStatusView([], autostart=False)
+    now = now_ms()
+    for i in range(3):
+        view.apply(ev.order(f"l-00000{i}-abcd", "OPEN", now - i))
+    view.repaint(force=True)
+    slot = view.slot_for("l-000000-abcd")
+    assert slot is not None
+    width = slot.html.layout.min_width
+    view.apply(ev.order("l-000009-abcd", "OPEN", now - days * 86_400_000))
+    view.repaint(force=True)
+    old = view.slot_for("l-000009-abcd")
+    assert old is not None
+    assert old.html.layout.min_width == slot.html.layout.min_width == width
+    assert "tk-num' title='" in old.html.value  # the whole time on hover
 
 
 # -- cancel outcomes that follow the order ------------------------------------------------
@@ -251,6 +276,84 @@ def test_a_failed_cancel_shows_one_error(ev: Any) -> None:
         text = visible_text(view.outcome_text("l-1")).strip()
         assert text == "ServiceError: route not active in this environment"
         assert "tk-bad" in view.outcome_text("l-1")
+
+    asyncio.run(main())
+
+
+class _Failing:
+    async def acancel_limit_order(self, order_id: str) -> Any:
+        raise ServiceError(f"route not active for {order_id}")
+
+
+def _row_order(slot: Any) -> str | None:
+    found = re.search(r"data-order='([^']*)'", slot.html.value)
+    return found.group(1) if found else None
+
+
+def test_a_failed_cancels_error_stays_on_its_row_until_the_order_changes(ev: Any) -> None:
+    async def main() -> None:
+        view = OrderStatusView([], client=_Failing(), autostart=False)
+        view.apply(ev.order("l-1", "OPEN", T0))
+        view.repaint(force=True)
+        assert await view.cancel("l-1") is None
+        slot = view.slot_for("l-1")
+        assert slot is not None
+        error = "ServiceError: route not active for l-1"
+        # the error, and the button beside it to try again
+        assert visible_text(slot.outcome.value).strip() == error
+        assert "Cancel to try again" in slot.outcome.value
+        assert slot.button.layout.visibility == "visible"
+        # repaints for other orders leave it where it is
+        view.apply(ev.order("l-2", "OPEN", T0 - 5))
+        view.repaint(force=True)
+        assert visible_text(slot.outcome.value).strip() == error
+        assert slot.button.layout.visibility == "visible"
+        # the user acts: a new click replaces it while that request is under way
+        slot.button.click()
+        assert visible_text(slot.outcome.value).strip() == "cancelling…"
+        assert slot.button.layout.visibility == "hidden"  # no second click meanwhile
+        await asyncio.gather(*view._cancel_tasks)
+        assert visible_text(slot.outcome.value).strip() == error
+        # the order moves on: the error was about an order that is no longer as it was
+        view.apply(ev.order("l-1", "TRIGGERED", T0 + 1))
+        view.repaint(force=True)
+        assert view.slot_for("l-1") is slot and slot.outcome.value == ""
+        assert view.to_frame().set_index("orderId")["cancelOutcome"].isna().all()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(("status", "button"), [("OPEN", "visible"), ("EXECUTED", "hidden")])
+def test_a_reassigned_row_never_shows_the_previous_orders_outcome_or_button(
+    ev: Any, status: str, button: str
+) -> None:
+    """A row's parts are widgets of their own, each synced by its own message: a front end
+    that draws between two must never see an outcome or a Cancel button beside an order
+    it does not belong to (an audit saw one order's error on another's row)."""
+
+    async def main() -> None:
+        view = OrderStatusView([], client=_Failing(), max_rows=1, autostart=False)
+        view.apply(ev.order("l-1", "OPEN", T0))
+        view.repaint(force=True)
+        await view.cancel("l-1")
+        slot = view.slot_for("l-1")
+        assert slot is not None and slot.button.layout.visibility == "visible"
+        frames: list[tuple[str | None, str, str]] = []
+
+        def frame(_change: Any) -> None:
+            frames.append((_row_order(slot), slot.outcome.value, slot.button.layout.visibility))
+
+        slot.html.observe(frame, "value")
+        slot.outcome.observe(frame, "value")
+        slot.button.layout.observe(frame, "visibility")
+        view.apply(ev.order("l-2", status, T0 + 10))  # newer: takes the only row
+        view.repaint(force=True)
+        assert view.visible_order_ids == ["l-2"]
+        assert frames[-1] == ("l-2", "", button)
+        for row, outcome, shown in frames:
+            owner = re.search(r"data-order='([^']*)'", outcome)
+            assert outcome == "" or (owner is not None and owner.group(1) == row), frames
+            assert shown == "hidden" or view.book.orders[str(row)].status == "OPEN", frames
 
     asyncio.run(main())
 

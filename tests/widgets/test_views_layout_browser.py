@@ -64,7 +64,7 @@ body {{margin: 0; background: var(--jp-layout-color0); color: var(--jp-ui-font-c
   border-right: 1px solid var(--jp-border-color2);}}
 #notebook {{flex: 1 1 auto; min-width: 0; display: flex; padding: 8px 24px 8px 4px;}}
 #prompt {{width: 64px; flex: none;}}
-#out {{flex: 1 1 auto; min-width: 0;}}
+#out {{{out}}}
 </style>
 </head><body class="jp-ThemedContainer">
 <div id="shell"><div id="tabs"></div><div id="files"></div>
@@ -117,7 +117,12 @@ def _views(ev: Any) -> tuple[TickerView, OrderStatusView]:
     return prices, orders
 
 
-def _page(tmp: Path, theme: str, views: tuple[TickerView, OrderStatusView]) -> Path:
+def _page(
+    tmp: Path,
+    theme: str,
+    views: tuple[TickerView, OrderStatusView],
+    out: str = "flex: 1 1 auto; min-width: 0;",
+) -> Path:
     from ipywidgets.embed import dependency_state, embed_snippet
 
     shown = [v.widget for v in views]
@@ -127,7 +132,7 @@ def _page(tmp: Path, theme: str, views: tuple[TickerView, OrderStatusView]) -> P
     shutil.copy(_embed_js(), tmp / "embed.js")
     shutil.copy(THEMES / f"theme-{theme}-extension" / "index.css", tmp / "theme.css")
     page = tmp / f"views_{theme}.html"
-    page.write_text(SHELL.format(theme=theme, snippet=snippet), encoding="utf-8")
+    page.write_text(SHELL.format(theme=theme, snippet=snippet, out=out), encoding="utf-8")
     return page
 
 
@@ -178,3 +183,50 @@ def test_views_fit_1280px_without_clipping_in_both_themes(ev: Any, theme: str) -
     assert colours["open"] == EXPECTED[theme]["open"], colours
     assert colours["error"] is not None and colours["up"] is not None
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def _probe(page: Path, shot: Path, profile: str) -> dict[str, Any]:
+    assert NODE is not None
+    pw = str(_playwright())
+    done = subprocess.run(
+        [NODE, str(PROBE), page.as_uri(), str(shot), str(WIDTH), str(HEIGHT), profile, pw],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["error"] is None, result["error"]
+    assert not result["pageErrors"] and not result["blocked"], result
+    return result
+
+
+def test_order_rows_crossing_midnight_fit_jupyterlabs_848px_output_area(ev: Any) -> None:
+    """Notebook 02's widest order rows (13-character ids, "+1 → CANCELLING → CANCELLED",
+    a Cancel button) in the 848 px JupyterLab leaves its output at 1,280 px with the file
+    browser open: they fit with today's times and still do when some orders were updated
+    on another day or year (a run just after midnight UTC, or on New Year's Day)."""
+    now = int(datetime.now(UTC).timestamp() * 1000)
+    prices = TickerView([], symbols=["BTC/BRL"], autostart=False)
+    prices.apply(ev.ticker("BTC/BRL", 351_234.56))
+    prices.repaint(force=True)
+    orders = OrderStatusView([], client=_Cancels(), max_rows=6, autostart=False)
+    for k, status in enumerate(["OPEN", "CANCELLING", "CANCELLED"]):
+        orders.apply(ev.order("l-000123-7d97", status, now - 9_000 + k))
+    orders.apply(ev.order("l-000124-7d97", "OPEN", now - 5_000))
+    orders.apply(ev.order("l-000125-7d97", "OPEN", now - 86_400_000))  # yesterday
+    orders.apply(ev.order("l-000126-7d97", "OPEN", now - 400 * 86_400_000))  # last year
+    orders.repaint(force=True)
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTEFACTS / "views_light_848_midnight.png"
+    with (
+        tempfile.TemporaryDirectory(prefix="tk-views-") as tmp,
+        tempfile.TemporaryDirectory(prefix="tk-chromium-") as profile,
+    ):
+        page = _page(Path(tmp), "light", (prices, orders), out="flex: none; width: 848px;")
+        result = _probe(page, shot, profile)
+    left, right = result["area"]
+    assert right - left == 848, result["area"]
+    assert result["counts"]["orderRows"] == 4 and result["counts"]["buttons"] == 3, result
+    assert result["problems"] == [], json.dumps(result["problems"], indent=1)

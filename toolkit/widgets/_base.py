@@ -92,7 +92,9 @@ class LiveView:
     def stop(self) -> None:
         """Cancel the view's task (which closes its stream) and freeze the widgets on the
         last state: the table stays on screen, the state line says "stopped" and the
-        controls are disabled. ``close()`` removes the widgets."""
+        controls are disabled. That last state is sent whole once more, so a notebook
+        executed without a front end (nbclient, for the docs) saves it, not an older one.
+        ``close()`` removes the widgets."""
         if self._stopped:
             return
         self._stopped = True
@@ -106,6 +108,16 @@ class LiveView:
         self._freeze()
         if self.state != "error":
             self._set_state("stopped")
+        self._resync()
+
+    def _resync(self) -> None:
+        # nbclient saves a notebook's widget state from the messages of the cell it runs
+        # only, so it misses what the view's task painted between cells: resend it all
+        # (from the cell that stops the view). A front end that has it all redraws nothing.
+        for w in self._all_widgets():
+            for part in (w, getattr(w, "layout", None), getattr(w, "style", None)):
+                if isinstance(part, widgets.Widget):
+                    part.send_state()
 
     def close(self) -> None:
         """``stop()`` and close the widgets: the view disappears from the notebook."""

@@ -75,6 +75,24 @@ MEANINGS = {
 }
 
 
+# the tone of a failed cancel request's note (a pending one is "tk-warn")
+FAILED_TONE = "tk-bad"
+
+
+def outcome_html(order_id: str, code: str, text: str, tone: str) -> str:
+    """A cancel's outcome as the row shows it: ``text`` in ``tone``, what ``code`` means
+    in the tooltip; a failed request's error on two lines at most, all of it on hover."""
+    title = f"{text}: {MEANINGS[code]}" if code in MEANINGS else text
+    if tone == FAILED_TONE:
+        tone += " tk-clamp"
+        title = f"cancel failed: {text}; click Cancel to try again"
+    return (
+        f"<span class='tk-outcome tk-view {tone}' data-outcome='{html.escape(code)}' "
+        f"data-order='{html.escape(order_id)}' title='{html.escape(title)}'>"
+        f"{html.escape(text)}</span>"
+    )
+
+
 def badge(status: str, status_raw: str | None = None) -> str:
     """A coloured badge for ``status``, always in the canonical (upper) case; the case the
     service sent, when different, is in the tooltip."""

@@ -17,80 +17,45 @@ from toolkit.widgets._base import LiveView
 from toolkit.widgets._order_format import (
     ACTIVE_STATUSES,
     COLUMNS,
+    FAILED_TONE,
     FILTERS,
     LEGEND,
-    MEANINGS,
     STATUS_ORDER,
     TIMELINE_STEPS,
     badge,
     matches,
     order_grid,
+    outcome_html,
     outcome_label,
 )
+from toolkit.widgets._order_slot import OrderSlot as _Slot
 from toolkit.widgets._sources import aiter_events, describe_source, is_client
-from toolkit.widgets._theme import STYLE, price_text, when, when_full
+from toolkit.widgets._theme import STYLE, price_text, when_compact, when_full
 from toolkit.widgets._throttle import Clock
 
-
-class _Slot:
-    """One visible row: created once, shows whichever order the repaint assigns it."""
-
-    __slots__ = ("action", "box", "button", "html", "order_id", "outcome")
-
-    def __init__(self) -> None:
-        # the table's columns share the row's width; the right end is one cell, the same
-        # width in every row, for the Cancel button or, once clicked, the cancel's outcome
-        # (never both), so every row's columns line up and nothing is cut
-        self.html = widgets.HTML(layout=widgets.Layout(flex="1 1 0", min_width="0"))
-        self.button = widgets.Button(
-            description="Cancel",
-            button_style="warning",
-            tooltip="cancel this limit order (cancel_limit_order)",
-            layout=widgets.Layout(
-                width="auto",
-                min_width="fit-content",
-                flex="0 0 auto",
-                visibility="hidden",
-                display="none",
-            ),
-        )
-        self.outcome = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
-        # 13em where there is room; down to what the button and the outcome's longest word
-        # need where there is not (a longer outcome then wraps onto a second line)
-        self.action = widgets.HBox(
-            [self.button, self.outcome],
-            layout=widgets.Layout(flex="0 1 13em", min_width="7.5em", align_items="center"),
-        )
-        self.box = widgets.HBox(
-            [self.html, self.action],
-            layout=widgets.Layout(display="none", align_items="center"),
-        )
-        self.order_id: str | None = None
-
-    def show(self, *, button: bool, outcome: str) -> None:
-        """Show the Cancel button (an OPEN limit order) or else the outcome text."""
-        self.button.layout.visibility = "visible" if button else "hidden"
-        self.button.layout.display = None if button else "none"
-        self.outcome.value = "" if button else outcome
-
-    def widgets(self) -> list[widgets.Widget]:
-        return [self.html, self.button, self.outcome, self.action, self.box]
+_LOADING = "reading the account's orders over REST"
 
 
 class OrderStatusView(LiveView):
     """Live orders: one row per order with a status badge (both status families, in one
     case; the case the service sent is in the tooltip), its transition timeline on one line
     (the whole history on hover), counts per status, a filter (ALL, ACTIVE, FINALIZED or
-    one status) and a Cancel button on OPEN limit orders. Times are UTC, with the date for
-    orders of another day; italic timeline entries were read over REST after a gap (the
-    legend under the table says so).
+    one status) and a Cancel button on OPEN limit orders. Times are UTC: today's to the
+    millisecond, another day's as month, day and minute, another year's as the date (in
+    the same width, so a table that crosses midnight does not widen), each in full on
+    hover; italic timeline entries were read over REST after a gap (the legend under the
+    table says so).
 
     ``source`` is a client (the view runs a reconciled ``OrderBook`` on its own stream:
     ``watchOrders``, and fetchOrder after every gap), or a recording path / replay iterator
     / iterable of events (offline; give ``client=`` to enable Cancel). The Cancel button
     awaits ``client.acancel_limit_order(order_id)`` and shows the ``CancelResult``
-    (accepted, deferred while executing, was final, already cancelling). The newest
-    ``max_rows`` matching orders are shown in rows created once; the book keeps at most
+    (accepted, deferred while executing, was final, already cancelling); a request that
+    failed leaves its error beside the button (to retry) until the order changes or the
+    button is clicked again. A live view is "loading" until the book's first
+    reconciliation is done (an empty table means no orders only once it says "connected")
+    and "reconciling gap" after a gap until the next one is. The newest ``max_rows``
+    matching orders are shown in rows created once; the book keeps at most
     ``history_limit`` finished orders. Repaints at most ``max_hz`` times per second on
     ``clock``. Starts itself on the running loop when there is one (unless
     ``autostart=False``); ``stop()`` cancels its tasks and freezes the table on its last
@@ -163,6 +128,9 @@ class OrderStatusView(LiveView):
         )
         self._remove_listener = self.book.add_listener(self._on_order_event)
         self._changed = True
+        # a live view reads the orders over REST before it knows any (the book's first
+        # reconcile): until then an empty table is no news, and the view says so
+        self._loading = self._kind == "live" and is_client(source)
         # pending or failed cancels' text and tone per order, bounded like the book's history
         self._notes: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._outcome_limit = max(history_limit, max_rows)
@@ -233,8 +201,23 @@ class OrderStatusView(LiveView):
         return False
 
     def _on_order_event(self, event: OrderEvent) -> None:
+        note = self._notes.get(event.order_id)
+        if note is not None and note[1] == FAILED_TONE:
+            # a failed cancel's error stays on its row until the order moves on
+            del self._notes[event.order_id]
         self._changed = True
         self._paint_soon()
+
+    def _on_session_event(self, event: Any) -> None:
+        if self._loading and getattr(event, "kind", "") in (
+            "connected",
+            "subscribed",
+            "resubscribed",
+        ):
+            # connected, but the book's first pass over REST is still running
+            self._set_state("loading", _LOADING)
+            return
+        super()._on_session_event(event)
 
     def _on_gap(self, detail: str) -> None:
         if self._client is None or self.state in ("replaying", "replay finished"):
@@ -256,6 +239,16 @@ class OrderStatusView(LiveView):
             await asyncio.sleep(0.05)
         if self.state == "reconciling gap" and self.book.reconciles >= target:
             self._set_state("gap reconciled", detail)
+
+    async def _await_first_pass(self) -> None:
+        # The book tells its listeners about orders, not about a finished pass: poll.
+        while self.book.reconciles < 1:
+            await asyncio.sleep(0.05)
+        self._loading = False
+        self._changed = True
+        self._paint_soon()  # the counts, also of an account without any order
+        if self.state == "loading":
+            self._set_state("connected")
 
     def _on_filter(self, _change: Any) -> None:
         self._changed = True
@@ -295,7 +288,7 @@ class OrderStatusView(LiveView):
             order_grid(
                 max((len(s.order_id) for s in shown), default=0),
                 max((len(self._timeline(s)[1]) for s in shown), default=0),
-                max((len(when(s.updated_at_ms)) for s in shown), default=0),
+                max((len(when_compact(s.updated_at_ms)) for s in shown), default=0),
             )
         )
         for slot, state in zip(self._slots, states, strict=False):
@@ -306,17 +299,23 @@ class OrderStatusView(LiveView):
         self._counts.value = self._counts_html(len(states))
 
     def _fill(self, slot: _Slot, state: Any) -> None:
-        slot.order_id = state.order_id
         order: Mapping[str, Any] = state.order
         cancellable = (
             self._client is not None
             and str(order.get("type", "")).lower() == "limit"
             and state.status == "OPEN"
         )
-        slot.html.value = self._row_html(state)
+        # the button while no cancel is under way or answered: none while "cancelling…",
+        # back beside a failed request's error, to try again
+        outcome = self._outcome(state.order_id)
+        button = cancellable and (outcome is None or outcome[2] == FAILED_TONE)
         slot.button.disabled = self._stopped
-        slot.show(button=cancellable, outcome=self.outcome_text(state.order_id))
-        slot.box.layout.display = "flex"
+        slot.paint(
+            state.order_id,
+            self._row_html(state),
+            button=button,
+            outcome=self.outcome_text(state.order_id),
+        )
 
     def _timeline(self, state: Any) -> tuple[str, str, str]:
         """The order's timeline condensed to its last steps: (HTML, its text, the whole
@@ -351,7 +350,8 @@ class OrderStatusView(LiveView):
             f"<span class='tk-num'>{html.escape(price_text(limit))}</span>"
             f"<span>{badge(state.status, state.status_raw)}</span>"
             f"<span class='tk-tl' title='{html.escape(full)}'>{timeline}</span>"
-            f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
+            f"<span class='tk-num' title='{when_full(state.updated_at_ms)}'>"
+            f"{when_compact(state.updated_at_ms)}</span></div>"
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -392,6 +392,9 @@ class OrderStatusView(LiveView):
         )
 
     def _counts_html(self, shown: int) -> str:
+        if self._loading:
+            note = "stopped before the orders were read" if self._stopped else f"{_LOADING}…"
+            return f"<div class='tk-counts tk-muted' data-loading='true'>{note}</div>"
         counts = self.counts()
         active = sum(n for s, n in counts.items() if s in ACTIVE_STATUSES)
         total = sum(counts.values())
@@ -474,12 +477,7 @@ class OrderStatusView(LiveView):
         outcome = self._outcome(order_id)
         if outcome is None:
             return ""
-        code, text, tone = outcome
-        title = html.escape(f"{text}: {MEANINGS[code]}" if code in MEANINGS else text)
-        return (
-            f"<span class='tk-outcome tk-view {tone}' data-outcome='{html.escape(code)}' "
-            f"title='{title}'>{html.escape(text)}</span>"
-        )
+        return outcome_html(order_id, *outcome)
 
     def _outcome_plain(self, order_id: str) -> str | None:
         outcome = self._outcome(order_id)
@@ -495,8 +493,9 @@ class OrderStatusView(LiveView):
 
     def _show_outcome(self, order_id: str) -> None:
         slot = self.slot_for(order_id)
-        if slot is not None:
-            slot.show(button=False, outcome=self.outcome_text(order_id))
+        state = self.book.orders.get(order_id)
+        if slot is not None and state is not None:
+            self._fill(slot, state)
 
     # -- the task ----------------------------------------------------------------------
 
@@ -517,12 +516,18 @@ class OrderStatusView(LiveView):
         # the book reads the session through a callback; nobody reads its main queue
         async with self._client.stream(queue_size=1) as session:
             remove = session.add_callback(self._on_stream_event)
-            if session.connected:
+            first = asyncio.get_running_loop().create_task(self._await_first_pass())
+            self._cancel_tasks.add(first)
+            first.add_done_callback(self._cancel_tasks.discard)
+            if session.connected and self._loading:
+                self._set_state("loading", _LOADING)
+            elif session.connected:
                 self._set_state("connected")
             try:
                 await self.book.run(session=session)
             finally:
                 remove()
+                first.cancel()
 
     def _on_stream_event(self, event: Any) -> None:
         if isinstance(event, SessionEvent):
@@ -534,6 +539,7 @@ class OrderStatusView(LiveView):
         for task in list(self._cancel_tasks):
             task.cancel()
         self._remove_listener()
+        self._changed = self._changed or self._loading  # "stopped before the orders were read"
         super().stop()
 
     def __repr__(self) -> str:

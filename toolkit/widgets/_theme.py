@@ -43,6 +43,7 @@ BADGE_ROLE = {
 # connection state -> colour role of its dot
 STATE_ROLE = {
     "connecting": "warn",
+    "loading": "warn",
     "connected": "good",
     "reconnecting": "warn0",
     "reconciling gap": "warn",
@@ -91,6 +92,9 @@ def _css() -> str:
         f".tk-legend {{color: {v['muted']}; font-size: 0.92em;}}",
         # a cancel's outcome wraps in its narrow cell rather than being cut
         ".tk-outcome {display: inline-block; line-height: 1.25; overflow-wrap: anywhere;}",
+        # a failed cancel's error beside the Cancel button: two lines, all of it on hover
+        ".tk-outcome.tk-clamp {display: -webkit-box; -webkit-box-orient: vertical;"
+        " -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;}",
     ]
     rules += [
         f".tk-badge[data-status='{s}'] {{background: {v[r]};}}" for s, r in BADGE_ROLE.items()
@@ -127,6 +131,25 @@ def when(ms: int, today: str | None = None) -> str:
     if at.strftime("%Y") == today[:4]:
         return at.strftime("%m-%d %H:%M:%S")
     return at.strftime("%Y-%m-%d %H:%M")
+
+
+def when_compact(ms: int, today: str | None = None) -> str:
+    """A service time (Unix ms) as UTC in 12 characters at most, the width of today's
+    time of day (``14:03:01.123``): month, day and minute for another day of this year
+    (``09-21 14:03``), the date alone for another year's (``2025-11-13``). For a column
+    that must not widen when its times cross midnight; ``when_full`` is for the tooltip.
+    ``today`` is YYYY-MM-DD, the current UTC date by default."""
+    if not ms:
+        return "–"
+    at = datetime.fromtimestamp(ms / 1000, UTC)
+    if today is None:
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+    day = at.strftime("%Y-%m-%d")
+    if day == today:
+        return at.strftime("%H:%M:%S.%f")[:-3]
+    if day[:4] == today[:4]:
+        return at.strftime("%m-%d %H:%M")
+    return day
 
 
 def when_full(ms: int) -> str:
