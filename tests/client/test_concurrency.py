@@ -220,3 +220,131 @@ def test_a_429_does_not_cut_below_what_the_service_just_delivered() -> None:
     before = limit.limit
     limit.observe(429, 0.1, None, limit._epoch)
     assert limit.limit == pytest.approx(before * 0.9)
+
+
+# -- pauses and pace (a rate limit one request in flight still exceeds) ---------------------
+
+
+class FakeTime:
+    """A clock and a sleep that only moves it: the gate's waits take no real time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        self.slept.append(delay)
+        self.now += delay
+        await asyncio.sleep(0)
+
+
+def _deliver(limit: AdaptiveLimit, clock: FakeTime, per_s: int, seconds: float) -> None:
+    """``per_s`` successes a second for ``seconds``, 50 ms each."""
+    for _ in range(round(per_s * seconds)):
+        clock.now += 1.0 / per_s
+        limit.observe(200, 0.05)
+
+
+def test_a_429_pauses_every_send_until_its_retry_after_has_passed() -> None:
+    clock = FakeTime()
+    limit = AdaptiveLimit(16, initial=8, clock=clock, sleep=clock.sleep)
+    limit.observe(429, 0.05, "2", epoch=0)
+    limit.observe(429, 0.05, "2", epoch=0)  # a stale answer still says "wait"
+    sent_at: list[float] = []
+
+    async def send() -> None:
+        async with limit.slot() as report:
+            sent_at.append(clock.now)
+            report(200, {})
+
+    async def scenario() -> None:
+        await asyncio.gather(*(send() for _ in range(3)))
+
+    asyncio.run(scenario())
+    assert len(sent_at) == 3 and min(sent_at) >= 102.0  # none went during the pause
+
+
+@pytest.mark.parametrize("hint", ["0", "-3", "Wed, 21 Oct 2015 07:28:00 GMT", None])
+def test_a_zero_past_or_missing_retry_after_is_a_brief_pause(hint: str | None) -> None:
+    clock = FakeTime()
+    limit = AdaptiveLimit(16, clock=clock, min_pause_s=0.2)
+    limit.observe(429, 0.05, hint)
+    assert limit.admit_wait() == pytest.approx(0.2)
+    clock.now += 0.2
+    assert limit.admit_wait() == 0.0
+
+
+def test_a_429_paces_the_sends_at_the_rate_the_service_accepted() -> None:
+    clock = FakeTime()
+    limit = AdaptiveLimit(1, clock=clock, sleep=clock.sleep, rate_increase=0.0)
+    _deliver(limit, clock, per_s=10, seconds=5)  # one in flight, 10 a second accepted
+    limit.observe(429, 0.05, "1")
+    rate = limit.rate
+    assert rate == pytest.approx(9.0, rel=0.05)  # 0.9 of what the service accepted
+    assert limit.stats.rate_floor == rate
+    resume = clock.now + 1.0
+    sent_at: list[float] = []
+
+    async def sends() -> None:
+        while clock.now < resume + 20.0:
+            async with limit.slot() as report:
+                sent_at.append(clock.now)
+                report(200, {})  # an instant answer: one in flight would go unbounded
+
+    asyncio.run(sends())
+    assert min(sent_at) >= resume  # nothing during the pause
+    # 20 s at the pace, plus the burst of one second's worth the bucket filled in the pause
+    assert rate * 20 - 1 <= len(sent_at) <= rate * 21 + 1
+
+
+def test_the_pace_relaxes_additively_only_while_it_holds_the_sends() -> None:
+    clock = FakeTime()
+    limit = AdaptiveLimit(64, clock=clock, rate_increase=0.02)
+    _deliver(limit, clock, per_s=100, seconds=5)
+    limit.observe(429, 0.05, None)
+    learnt = limit.rate
+    assert learnt == pytest.approx(90.0, rel=0.05)
+    clock.now += 1.0
+    _deliver(limit, clock, per_s=50, seconds=10)  # well under the pace: it holds nothing
+    assert limit.rate == learnt
+    end = clock.now + 10.0
+    while clock.now < end:  # 10 s of sends faster than the pace: +2 % of it a second
+        clock.now += 1.0 / 200
+        while (wait := limit.admit_wait()) > 0:
+            clock.now += wait
+        limit.observe(200, 0.05)
+    assert limit.rate == pytest.approx(learnt * (1 + 10 * 0.02), rel=0.02)
+
+
+def test_the_pace_is_cut_once_a_second_by_at_most_half_never_below_min_rate() -> None:
+    clock = FakeTime()
+    limit = AdaptiveLimit(64, clock=clock, min_rate=1.0)
+    _deliver(limit, clock, per_s=40, seconds=5)
+    limit.observe(429, 0.05, None)
+    learnt = limit.rate
+    assert learnt == pytest.approx(36.0, rel=0.05)
+    clock.now += 0.5
+    limit.observe(429, 0.05, None)  # within the second: the old pace's answers
+    assert limit.rate == learnt
+    clock.now += 10.0
+    limit.observe(429, 0.05, None)  # nothing accepted lately: halved, not to zero
+    assert limit.rate == pytest.approx(learnt / 2)
+    for _ in range(10):  # nothing accepted any more: halved each second, down to 1
+        clock.now += 5.0
+        limit.observe(429, 0.05, None)
+    assert limit.rate == 1.0 and limit.stats.rate_floor == 1.0
+
+
+def test_a_load_under_a_low_rate_limit_completes_with_every_order(fresh_sim: Simulator) -> None:
+    # 3 a second with bursts of 3: one request in flight (10 ms) is far too fast already;
+    # a single retry per request (max_retries=1) was not enough before the pause and pace
+    fresh_sim.control.set_knobs(rate_limit_per_s=3, latency_ms=10)
+    ids = sorted(i for i in fresh_sim.control.order_ids() if i.startswith("m-"))[:12]
+    with fresh_sim.client(concurrency=16, max_retries=1) as client:
+        client.token()
+        frames = client.load_orders(ids=ids, progress=False)
+    assert sorted(frames.orders["id"]) == ids and frames.missing == []
+    assert 1 <= frames.attrs["rate_limited"] < len(ids)

@@ -1,6 +1,7 @@
-"""Tests of toolkit.client._transport against the simulator: retries only where safe (503, 429 with
-Retry-After, network errors on idempotent calls), backoff with jitter on a fake sleep,
-timeouts, bounded concurrency, error translation, one pool per loop."""
+"""Tests of toolkit.client._transport against the simulator: retries only where safe (500,
+502, 503, 504 and network errors on idempotent calls, 429 with Retry-After), backoff with
+jitter on a fake sleep, timeouts, bounded concurrency, error translation, one pool per
+loop."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from toolkit.client._client import Client
+from toolkit.client._retry import RETRY_AFTER_JITTER
 from toolkit.client._transport import Attempt, Route, default_retry_policy, parse_retry_after
 from toolkit.errors import (
     BadRequest,
@@ -61,12 +63,14 @@ def test_429_honours_retry_after(fresh_sim: Simulator) -> None:
     sleep = FakeSleep()
     order_id = fresh_sim.control.order_ids()[0]
     with fresh_sim.client(sleep=sleep, max_retries=2) as client:
+        client.rest.rate_limit_budget_s = 4.0
         client.fetch_order(order_id)  # uses the one request of this second
-        with pytest.raises(RateLimited) as info:
+        with pytest.raises(RateLimited, match="rate_limit_budget_s=4") as info:
             # the fake sleep does not wait, so the limiter keeps refusing
             client.fetch_order(order_id)
-    assert len(sleep.delays) == 2
-    assert all(d >= 0.5 for d in sleep.delays)  # the server's hint, not the 0.2 s backoff
+    assert len(sleep.delays) >= 3  # waits the hint asked for count against the budget
+    assert all(d >= 1.0 for d in sleep.delays)  # the server's hint, not the 0.2 s backoff
+    assert sum(sleep.delays) <= 4.0
     assert info.value.retry_after is not None and info.value.status == 429
 
 
@@ -82,7 +86,7 @@ def test_429_retry_succeeds_after_the_hinted_wait(fresh_sim: Simulator) -> None:
     with fresh_sim.client(sleep=real_sleep) as client:
         for _ in range(4):
             assert client.fetch_order(order_id)["id"] == order_id
-    assert slept and max(slept) <= 1.0
+    assert slept and max(slept) <= 1.0 * (1 + RETRY_AFTER_JITTER)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +99,11 @@ def test_429_retry_succeeds_after_the_hinted_wait(fresh_sim: Simulator) -> None:
         (404, True, False),
         (409, True, False),
         (401, True, False),
-        (500, True, False),
+        (500, True, True),
+        (502, True, True),
+        (504, True, True),
+        (501, True, False),
+        (502, False, False),
     ],
 )
 def test_retry_policy(status: int, idempotent: bool, retried: bool) -> None:

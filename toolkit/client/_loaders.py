@@ -137,11 +137,13 @@ async def aload_orders(
     Every order is read with fetchOrder while the listing is still paging, at most
     ``concurrency`` (default ``settings.concurrency``) requests in flight, adapted to the
     service (:class:`~toolkit.client._concurrency.AdaptiveLimit`: AIMD on 429 and latency
-    growth, honouring Retry-After). A listing page of the wrong size (spec 4.2 rule 4)
-    raises InvalidResponse; ``page_rule="warn"`` accepts it with a warning counting the
-    orders concerned. An order that 404s by then is not silently lost: it is named
-    in a :class:`MissingOrdersWarning` and in ``frames.missing``; ``frames.attrs`` records
-    how the frames were loaded. Every argument is checked before any request: bad values
+    growth; a 429 pauses every send for its Retry-After and paces the sends at the rate
+    the service accepted, so a low rate limit slows the load down instead of failing it).
+    A listing page of the wrong size (spec 4.2 rule 4) raises InvalidResponse;
+    ``page_rule="warn"`` accepts it with a warning counting the orders concerned. An
+    order that 404s by then is not silently lost: it is named in a
+    :class:`MissingOrdersWarning` and in ``frames.missing``; ``frames.attrs`` records how
+    the frames were loaded. Every argument is checked before any request: bad values
     raise InvalidRequest.
     A progress bar (``tqdm.auto``) shows unless ``progress=False``.
     """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import email.utils
 import json
 import logging
 import random
@@ -18,6 +17,14 @@ from typing import Any
 
 import httpx
 
+from toolkit.client._retry import (
+    RATE_LIMIT_BUDGET_S,
+    Attempt,
+    RetryState,
+    backoff,
+    default_retry_policy,
+    parse_retry_after,
+)
 from toolkit.client._settings import Settings
 from toolkit.errors import (
     AuthenticationError,
@@ -89,45 +96,6 @@ BATCH_NOT_FOUND_MESSAGE = (
 )
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One failed attempt, as the retry policy sees it."""
-
-    method: str
-    idempotent: bool
-    number: int  # 0 for the first try
-    status: int | None  # None when the network failed
-    error: Exception | None
-
-
-def default_retry_policy(attempt: Attempt) -> bool:
-    """Retry 429 always (a rate limiter refuses before any processing), 503 and network
-    failures only on idempotent requests; never 400/401/404/409 or other statuses."""
-    if attempt.status == 429:
-        return True
-    if not attempt.idempotent:
-        return False
-    if attempt.status == 503:
-        return True
-    return attempt.status is None and isinstance(attempt.error, httpx.TransportError)
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 class DeadlineExceeded(httpx.TimeoutException):
     """The whole answer did not arrive within ``settings.timeout`` (a network failure for
     the retry policy: retried on idempotent requests)."""
@@ -190,7 +158,9 @@ class AsyncRest:
     pool cannot cross loops (a sync twin runs on a private loop thread, a notebook on
     the kernel's). At most ``settings.concurrency`` requests are in flight per pool;
     a request waiting for a retry does not hold a slot. ``sleep`` and ``rng`` are
-    injectable so retry tests need no real waiting.
+    injectable so retry tests need no real waiting. The retry rules are
+    :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the total
+    one request may wait on 429s that carry a Retry-After (default 300).
     """
 
     def __init__(
@@ -204,6 +174,7 @@ class AsyncRest:
         rng: Callable[[], float] = random.random,
         retry_policy: Callable[[Attempt], bool] = default_retry_policy,
         secrets: Callable[[], Iterable[str | None]] = tuple,
+        rate_limit_budget_s: float = RATE_LIMIT_BUDGET_S,
     ) -> None:
         self.settings = settings
         self.auth = auth
@@ -213,9 +184,11 @@ class AsyncRest:
         self._rng = rng
         self._retry_policy = retry_policy
         self._secrets = secrets
+        self.rate_limit_budget_s = rate_limit_budget_s
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]
         self._pools = weakref.WeakKeyDictionary()
-        #: requests sent, retries made (diagnostics, benchmarks)
+        #: requests sent (every one: retries, sign-ins and the auth flow's resends too,
+        #: counted by a request hook), retries made (diagnostics, benchmarks, sync summary)
         self.sent = 0
         self.retries = 0
         # hook (issue 14, toolkit.client._concurrency): an adaptive limiter that holds each
@@ -235,7 +208,10 @@ class AsyncRest:
                 timeout=httpx.Timeout(self.settings.timeout),
                 limits=limits,
                 transport=self._transport,
-                event_hooks=self._event_hooks,
+                event_hooks={
+                    **self._event_hooks,
+                    "request": [self._count_sent, *self._event_hooks.get("request", [])],
+                },
                 headers={"User-Agent": "toolkit/0.1"},
                 verify=True,
             )
@@ -287,10 +263,14 @@ class AsyncRest:
         encoded, nor bearer values."""
         return scrub(text, self._secrets())
 
+    async def _count_sent(self, request: httpx.Request) -> None:
+        # a request hook sees every request the pool sends, the auth flow's included
+        self.sent += 1
+
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
-        cap = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**attempt)
-        return cap * (0.5 + 0.5 * self._rng())
+        settings = self.settings
+        return backoff(attempt, settings.backoff_base_s, settings.backoff_max_s, self._rng)
 
     async def send_unauthenticated(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` as is, without the auth (used to sign in outside a request),
@@ -298,7 +278,6 @@ class AsyncRest:
         pool = await self._pool()
         try:
             async with pool.semaphore:
-                self.sent += 1
                 return await self._exchange(pool, request, auth=None)
         except (httpx.HTTPError, DeadlineExceeded) as exc:
             raise TransportError(
@@ -371,30 +350,38 @@ class AsyncRest:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
         url = self.settings.base_url + path
         pool = await self._pool()
-        attempt = 0
+        settings = self.settings
+        retry = RetryState(
+            method,
+            idempotent,
+            max_retries=settings.max_retries,
+            backoff_base_s=settings.backoff_base_s,
+            backoff_max_s=settings.backoff_max_s,
+            retry_after_max_s=settings.retry_after_max_s,
+            budget_s=self.rate_limit_budget_s,
+            policy=self._retry_policy,
+            rng=self._rng,
+        )
         while True:
             request = self._build(pool, method, url, route, params, json_body)
             started = time.perf_counter()
             try:
                 async with self._gate() as report, pool.semaphore:  # hook (issue 14)
-                    self.sent += 1
                     response = await self._exchange(pool, request)
                     report(response.status_code, response.headers)
             except ToolkitError:
                 raise  # from the auth flow or the size cap: already ours
             except (httpx.HTTPError, DeadlineExceeded) as exc:
-                failure = Attempt(method, idempotent, attempt, None, exc)
-                if attempt < self.settings.max_retries and self._retry_policy(failure):
-                    delay = self.backoff(attempt)
+                delay = retry.delay(None, exc)
+                if delay is not None:
                     logger.debug(
                         "%s %s failed (%s); retry %d in %.2fs",
-                        method, redact_url(url), type(exc).__name__, attempt + 1, delay,
+                        method, redact_url(url), type(exc).__name__, retry.attempts, delay,
                     )  # fmt: skip
                     await self._retry_wait(delay)
-                    attempt += 1
                     continue
                 raise TransportError(
-                    _network_message(exc, attempt + 1, self.settings.timeout),
+                    _network_message(exc, retry.attempts + 1, self.settings.timeout),
                     method=method,
                     url=url,
                 ) from exc
@@ -406,23 +393,14 @@ class AsyncRest:
             if response.is_success:
                 response.extensions[SCRUB_EXTENSION] = self.scrub
                 return response
-            failure = Attempt(method, idempotent, attempt, status, None)
-            if attempt < self.settings.max_retries and self._retry_policy(failure):
-                delay = self.backoff(attempt)
-                if status == 429:
-                    hinted = parse_retry_after(response.headers.get("Retry-After"))
-                    if hinted is not None:
-                        if hinted > self.settings.retry_after_max_s:
-                            raise self.error(response, route, retries=attempt)
-                        delay = hinted
-                logger.debug(
-                    "%s %s -> %d; retry %d in %.2fs",
-                    method, redact_url(url), status, attempt + 1, delay,
-                )  # fmt: skip
-                await self._retry_wait(delay)
-                attempt += 1
-                continue
-            raise self.error(response, route, retries=attempt)
+            delay = retry.delay(status, None, response.headers.get("Retry-After"))
+            if delay is None:
+                raise self.error(response, route, retries=retry.attempts, note=retry.reason)
+            logger.debug(
+                "%s %s -> %d; retry %d in %.2fs",
+                method, redact_url(url), status, retry.attempts, delay,
+            )  # fmt: skip
+            await self._retry_wait(delay)
 
     def _build(
         self,
@@ -459,8 +437,11 @@ class AsyncRest:
         self.retries += 1
         await self._sleep(delay)
 
-    def error(self, response: httpx.Response, route: Route, retries: int = 0) -> ServiceError:
-        """The exception for a non-2xx ``response`` on ``route``."""
+    def error(
+        self, response: httpx.Response, route: Route, retries: int = 0, note: str = ""
+    ) -> ServiceError:
+        """The exception for a non-2xx ``response`` on ``route``; ``note`` says why the
+        retries stopped (a 429 or 5xx)."""
         request = response.request
         method = request.method
         status = response.status_code
@@ -475,7 +456,7 @@ class AsyncRest:
         # decoding turns an escaped secret back into the clear one: scrub what it gives too
         detail = self.scrub(_message_of(text, self.settings.profile.rest.error_message_field))
         suffix = f": {detail}" if detail else ""
-        tried = f" after {retries} retries" if retries else ""
+        tried = (f" after {retries} retries" if retries else "") + note
         if status == 404 and route is Route.BATCH_CANCEL:
             guess = self.settings.profile.rest.batch_cancel_path
             why = BATCH_NOT_FOUND_MESSAGE.format(
