@@ -29,7 +29,7 @@ from toolkit.errors import (
     redact_url,
     scrub,
 )
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, Signin, get_path
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, Signin, get_path, set_path
 from toolkit.protocol import to_epoch_ms
 
 Clock = Callable[[], float]
@@ -342,19 +342,6 @@ class TokenAuth(httpx.Auth):
         assert self._token is not None
         self.apply(request, self._token)
         yield request
-
-
-def set_path(target: dict[str, Any], path: str, value: Any) -> None:
-    """``target["a"]["b"] = value`` for the dotted ``path`` "a.b", making the inner
-    objects (how the profile's dotted fields reach nested ones)."""
-    *outer, last = path.split(".")
-    node = target
-    for step in outer:
-        inner = node.get(step)
-        if not isinstance(inner, dict):
-            inner = node[step] = {}
-        node = inner
-    node[last] = value
 
 
 def auth_value(scheme: str, token: str) -> str:

@@ -16,7 +16,7 @@ from toolkit.profile._model import (
     Signin,
     Stream,
 )
-from toolkit.profile._paths import ID_CANDIDATES, find_field, get_path, has_path
+from toolkit.profile._paths import ID_CANDIDATES, find_field, get_path, has_path, set_path
 from toolkit.profile._toml import dump_profile, dumps_profile, load_profile, profile_from_env
 
 __all__ = [
@@ -37,4 +37,5 @@ __all__ = [
     "has_path",
     "load_profile",
     "profile_from_env",
+    "set_path",
 ]

@@ -22,6 +22,19 @@ def get_path(payload: Any, path: str, default: Any = None) -> Any:
     return value
 
 
+def set_path(target: dict[str, Any], path: str, value: Any) -> None:
+    """``target["a"]["b"] = value`` for ``path`` "a.b", making the inner objects (how a
+    profile's dotted field is written: the sign-in body, the simulator's payloads)."""
+    *outer, last = path.split(".")
+    node = target
+    for step in outer:
+        inner = node.get(step)
+        if not isinstance(inner, dict):
+            inner = node[step] = {}
+        node = inner
+    node[last] = value
+
+
 def has_path(payload: Any, path: str) -> bool:
     return get_path(payload, path, _MISSING) is not _MISSING
 

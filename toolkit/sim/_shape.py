@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path, set_path
 
 #: Unix timestamps at the top level of an order body (spec 2.4 and the limit fields)
 ORDER_TIMES = ("createdAt", "updatedAt", "executedAt", "expiresAt", "triggeredAt")
@@ -27,18 +27,6 @@ _ITEM_FIELDS = (
     ("updatedAt", "updated_at_field"),
 )
 _ITEM_TIMES = frozenset({"expiresAt", "createdAt", "updatedAt"})
-
-
-def set_path(target: dict[str, Any], path: str, value: Any) -> None:
-    """``target["a"]["b"] = value`` for ``path`` "a.b", making the inner objects."""
-    *outer, last = path.split(".")
-    node = target
-    for step in outer:
-        inner = node.get(step)
-        if not isinstance(inner, dict):
-            inner = node[step] = {}
-        node = inner
-    node[last] = value
 
 
 def build(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from toolkit.profile import Stream
+from toolkit.profile import Stream, set_path
 from toolkit.sim._accounts import CHANNEL_PERMISSION, ApiKey, Principal
 from toolkit.sim._bus import Subscriber, Topic
-from toolkit.sim._shape import Shape, set_path
+from toolkit.sim._shape import Shape
 
 __all__ = ["ChannelState", "Subscription", "ws_endpoint"]
 
