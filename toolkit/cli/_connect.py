@@ -42,25 +42,38 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (``--concurrency 0`` is refused, not ignored)."""
+def _int_at_least(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= {minimum}, got {text!r}"
+        ) from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--concurrency 0`` is refused, not ignored)."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """An argparse type: an integer >= 0."""
+    return _int_at_least(text, 0)
+
+
+def _seconds(text: str, *, positive: bool) -> float:
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise argparse.ArgumentTypeError(
+            f"expected seconds (a finite number {bound}), got {text!r}"
+        )
     return value
 
 
@@ -68,13 +81,12 @@ def seconds_arg(text: str) -> float:
     """An argparse type: a finite number of seconds >= 0 (``nan``, ``inf`` and negative
     values are refused when the arguments are read, not met later as a traceback or a
     silently odd result)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds (a finite number >= 0), got {text!r}")
-    return value
+    return _seconds(text, positive=False)
+
+
+def positive_seconds_arg(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (0 is refused too)."""
+    return _seconds(text, positive=True)
 
 
 def path_arg(text: str) -> Path:

@@ -6,26 +6,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import signal
 import sys
 from typing import Any, TextIO
 
-from toolkit.cli._connect import ENV_HELP, add_connection_arguments, client_from_args, path_arg
+from toolkit.cli._connect import (
+    ENV_HELP,
+    add_connection_arguments,
+    client_from_args,
+    path_arg,
+    positive_seconds_arg,
+)
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
 from toolkit.recording._writer import RecorderStats
-
-
-def positive_seconds_arg(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0 (0, negative, ``nan`` and ``inf``
-    are refused when the arguments are read)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected seconds (a finite number > 0), got {text!r}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
