@@ -99,6 +99,69 @@ def test_cancel_button_only_on_open_limit_orders_with_a_client(ev: Any, clock: A
     assert offline.slot_for("l-open").button.layout.visibility == "hidden"  # type: ignore[union-attr]
 
 
+class RecordingCancelClient:
+    """Records the ids it is asked to cancel (the answer is not looked at here)."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def acancel_limit_order(self, order_id: str) -> Any:
+        self.cancelled.append(order_id)
+        raise RuntimeError("not answered in these tests")
+
+
+def test_a_click_sent_before_the_rows_moved_cancels_the_order_the_user_saw(
+    ev: Any, clock: Any
+) -> None:
+    """A front end sends a click without saying what the row showed. The user clicks
+    Cancel beside l-2 in the second row; before the click reaches the kernel a new order
+    arrives and every row moves down one: the second row now shows l-1. The click must
+    cancel l-2, never l-1; nor, once l-2 has left the rows, whatever took its place."""
+
+    async def main() -> None:
+        client = RecordingCancelClient()
+        view = view_with(ev, clock, client=client, max_rows=2)
+        view.apply(ev.order("l-2", "OPEN", 1))
+        view.apply(ev.order("l-1", "OPEN", 2))
+        view.repaint(force=True)
+        assert view.visible_order_ids == ["l-1", "l-2"]
+        seen = view._slots[1].button  # what the front end shows in the second row
+        view.apply(ev.order("l-3", "OPEN", 3))  # the rows move before the click arrives
+        view.repaint(force=True)
+        assert view.visible_order_ids == ["l-3", "l-1"]  # l-2 has left the rows
+        seen.click()
+        await asyncio.gather(*view._cancel_tasks)
+        assert client.cancelled == ["l-2"]
+        # a button moves with its order
+        first = view.slot_for("l-3")
+        assert first is not None
+        button = first.button
+        view.apply(ev.order("l-1", "OPEN", 4))
+        view.repaint(force=True)
+        assert view.visible_order_ids == ["l-1", "l-3"]
+        assert view.slot_for("l-3").button is button  # type: ignore[union-attr]
+        assert view._slots[0].button is not button
+        button.click()
+        await asyncio.gather(*view._cancel_tasks)
+        assert client.cancelled == ["l-2", "l-3"]
+
+    asyncio.run(main())
+
+
+def test_cancel_buttons_are_bounded_and_closed(ev: Any, clock: Any) -> None:
+    view = view_with(ev, clock, client=RecordingCancelClient(), max_rows=2)
+    made = []
+    for i in range(300):
+        view.apply(ev.order(f"l-{i}", "OPEN", i))
+        view.repaint(force=True)
+        made.append(view._slots[0].button)
+    kept = view._buttons.widgets()
+    assert len(kept) == 64 and all(any(b is k for k in kept) for b in made[-64:])
+    assert all(b.comm is None for b in made[:-64])  # closed: the front end drops them
+    view.close()
+    assert all(b.comm is None for b in made)
+
+
 def test_widgets_created_once_and_history_bounded(ev: Any, clock: Any) -> None:
     view = view_with(ev, clock, max_rows=10, history_limit=50)
     before = ev.widget_count()

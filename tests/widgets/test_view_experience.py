@@ -338,22 +338,30 @@ def test_a_reassigned_row_never_shows_the_previous_orders_outcome_or_button(
         await view.cancel("l-1")
         slot = view.slot_for("l-1")
         assert slot is not None and slot.button.layout.visibility == "visible"
-        frames: list[tuple[str | None, str, str]] = []
+        frames: list[tuple[str | None, str, str, str | None]] = []
 
         def frame(_change: Any) -> None:
-            frames.append((_row_order(slot), slot.outcome.value, slot.button.layout.visibility))
+            shown = slot.action.children[0]  # the outcome alone while the button changes
+            visibility = "" if shown is slot.outcome else shown.layout.visibility
+            owner = view._buttons.owner(shown)
+            frames.append((_row_order(slot), slot.outcome.value, visibility, owner))
 
         slot.html.observe(frame, "value")
         slot.outcome.observe(frame, "value")
+        slot.action.observe(frame, "children")
         slot.button.layout.observe(frame, "visibility")
         view.apply(ev.order("l-2", status, T0 + 10))  # newer: takes the only row
         view.repaint(force=True)
         assert view.visible_order_ids == ["l-2"]
-        assert frames[-1] == ("l-2", "", button)
-        for row, outcome, shown in frames:
-            owner = re.search(r"data-order='([^']*)'", outcome)
-            assert outcome == "" or (owner is not None and owner.group(1) == row), frames
-            assert shown == "hidden" or view.book.orders[str(row)].status == "OPEN", frames
+        assert frames[-1][:3] == ("l-2", "", button)
+        for row, outcome, shown, owner in frames:
+            owner_of_outcome = re.search(r"data-order='([^']*)'", outcome)
+            assert outcome == "" or (
+                owner_of_outcome is not None and owner_of_outcome.group(1) == row
+            ), frames
+            # a visible button is the shown order's own, and that order is OPEN
+            assert shown != "visible" or owner == row, frames
+            assert shown != "visible" or view.book.orders[str(row)].status == "OPEN", frames
 
     asyncio.run(main())
 

@@ -28,6 +28,7 @@ from toolkit.widgets._order_format import (
     outcome_html,
     outcome_label,
 )
+from toolkit.widgets._order_slot import OrderButtons
 from toolkit.widgets._order_slot import OrderSlot as _Slot
 from toolkit.widgets._sources import aiter_events, describe_source, is_client
 from toolkit.widgets._theme import STYLE, price_text, when_compact, when_full
@@ -156,8 +157,9 @@ class OrderStatusView(LiveView):
         self._header.box.layout.display = "flex"
         self._legend = widgets.HTML(value=LEGEND)
         self._slots = [_Slot() for _ in range(max_rows)]
-        for i, slot in enumerate(self._slots):
-            slot.button.on_click(lambda _b, i=i: self._on_cancel_click(i))
+        # each order's Cancel button is its own and moves with it: a click cancels the
+        # order the user saw beside the button, even when the rows moved meanwhile
+        self._buttons = OrderButtons(self._on_cancel_click, keep=max(64, 4 * max_rows))
         self._set_grid(order_grid())
         self._bar = widgets.HBox(
             [self.filter, self._counts],
@@ -309,12 +311,12 @@ class OrderStatusView(LiveView):
         # back beside a failed request's error, to try again
         outcome = self._outcome(state.order_id)
         button = cancellable and (outcome is None or outcome[2] == FAILED_TONE)
-        slot.button.disabled = self._stopped
         slot.paint(
             state.order_id,
             self._row_html(state),
             button=button,
             outcome=self.outcome_text(state.order_id),
+            order_button=self._buttons.get(state.order_id) if cancellable else None,
         )
 
     def _timeline(self, state: Any) -> tuple[str, str, str]:
@@ -412,19 +414,19 @@ class OrderStatusView(LiveView):
         out: list[widgets.Widget] = [self._status, self._counts, self.filter, self._legend]
         for slot in (self._header, *self._slots):
             out += slot.widgets()
+        out += self._buttons.widgets()
         out += [self._bar, self._container]
         return out
 
     def _freeze(self) -> None:
         self.filter.disabled = True
-        for slot in self._slots:
-            slot.button.disabled = True
+        self._buttons.disable()
 
     # -- cancel ------------------------------------------------------------------------
 
-    def _on_cancel_click(self, index: int) -> None:
-        order_id = self._slots[index].order_id
-        if order_id is None or self._client is None or self._stopped:
+    def _on_cancel_click(self, order_id: str) -> None:
+        """A click on ``order_id``'s own button (wherever its row is now)."""
+        if self._client is None or self._stopped:
             return
         self._set_note(order_id, "cancelling…", "tk-warn")
         try:
