@@ -6,6 +6,9 @@ the same values: one row per pair for watchTickers, dates that are not 1970."""
 from __future__ import annotations
 
 import json
+import os
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,3 +242,115 @@ def test_a_root_recorded_under_two_profiles_reads_each_file_under_its_own(
     # a profile given explicitly still overrides every file's
     forced = [e for e in replay(tmp_path, profile=DEFAULT_PROFILE) if e.channel != "_session"]
     assert type(forced[0]).__name__ == "RawEvent"
+
+
+def test_a_crash_recorded_under_one_profile_recovers_under_it_whatever_the_next_run_uses(
+    tmp_path: Path, path_kind: str
+) -> None:
+    """A recorder killed under the alt profile leaves segments; the next one on the same
+    root runs under the default profile. The leftovers are converted under alt, the
+    profile they were recorded with (their first record names it), not the new run's,
+    which would store null symbols and prices and label the file with the wrong profile."""
+    crashed = RecordingWriter(tmp_path, profile=ALT)
+    crashed.open()
+    for seq, msg in enumerate(alt_messages(), 1):
+        crashed.add_raw(json.dumps(msg), T0 + seq, "c1", seq)
+    crashed.flush()
+    segment = crashed._segment
+    assert segment is not None
+    os.close(segment.fileno())  # killed: nothing converted, its segment stays
+    crashed._unlock()
+
+    with RecordingWriter(tmp_path, profile=DEFAULT_PROFILE) as writer:
+        assert writer.stats.recovered >= 1
+    ticks = read_recording(tmp_path, "watchticker")
+    assert list(ticks["symbol"]) == ["BTC/BRL"] and list(ticks["bid"]) == [10.0]
+    assert ticks["updated_at"].iloc[0] == pd.Timestamp(SEC + 1, unit="s", tz="UTC")
+    assert recording_profile(tmp_path).name == ALT.name
+    orders = read_recording(tmp_path, "watchorders")
+    assert list(orders["order_id"]) == ["l-1", "m-2"]
+
+
+def test_a_segment_names_its_profile_in_its_first_record_and_readers_skip_it(
+    tmp_path: Path,
+) -> None:
+    from toolkit.recording._raw import read_segment_items
+    from toolkit.recording._rows import profile_metadata
+    from toolkit.recording._wal import (
+        MAGIC,
+        Row,
+        Segment,
+        decode_profile_record,
+        iter_payloads,
+        iter_segment_rows,
+        profile_record,
+        read_segment,
+    )
+
+    writer = RecordingWriter(tmp_path, profile=ALT)
+    writer.open()
+    writer.add_raw(json.dumps(alt_messages()[1]), T0, "c1", 1)
+    writer.flush()
+    segment = writer._segment
+    assert segment is not None
+    data = segment.path.read_bytes()
+    assert data.startswith(MAGIC)
+    first = next(iter_payloads(data))[1]
+    assert profile_from_metadata(decode_profile_record(first)).payloads == ALT.payloads  # type: ignore[union-attr]
+    rows, batches = read_segment_items(segment.path)
+    assert sum(b.num_rows for b in batches) + len(rows) == 1  # the message, not the record
+    writer.close()
+    rows_only = Segment(tmp_path / "rows.wal", profile_record(profile_metadata(ALT)))
+    rows_only.write_rows([Row(T0, "c1", 1, "watchticker", symbol="BTC/BRL")])
+    rows_only.close()
+    assert [r.symbol for r in read_segment(rows_only.path).rows] == ["BTC/BRL"]
+    assert [r.symbol for r in iter_segment_rows(rows_only.path)] == ["BTC/BRL"]
+
+
+def test_a_segment_without_a_profile_record_converts_under_the_given_profile(
+    tmp_path: Path,
+) -> None:
+    """Segments written before segments named their profile: the current run's."""
+    from toolkit.recording._wal import MAGIC, iter_payloads
+    from toolkit.recording._writer import recover
+
+    crashed = RecordingWriter(tmp_path, profile=ALT)
+    crashed.open()
+    crashed.add_raw(json.dumps(alt_messages()[1]), T0, "c1", 1)
+    crashed.flush()
+    segment = crashed._segment
+    assert segment is not None
+    os.close(segment.fileno())
+    crashed._unlock()
+    data = segment.path.read_bytes()
+    header_end = next(iter_payloads(data))[0]
+    segment.path.write_bytes(MAGIC + data[header_end:])  # as an older version wrote it
+    recover(tmp_path, profile=ALT)
+    assert list(read_recording(tmp_path, "watchticker")["bid"]) == [10.0]
+    assert recording_profile(tmp_path).name == ALT.name
+
+
+@pytest.mark.parametrize("where", ["after rows", "malformed"])
+def test_a_misplaced_or_malformed_profile_record_is_bad_bytes_never_a_silent_relabel(
+    tmp_path: Path, where: str
+) -> None:
+    """The rows before it are converted under the first profile; the segment is kept as
+    .wal.corrupt, as for any record that is intact but malformed."""
+    from toolkit.recording._conversion import convert_segment
+    from toolkit.recording._rows import profile_metadata
+    from toolkit.recording._wal import PROFILE_MARK, Row, Segment, encode_row, profile_record
+
+    tick = Row(T0, "c1", 1, "watchticker", symbol="BTC/BRL", bid=1.0, ask=2.0, last=1.5)
+    seg = Segment(tmp_path / "s.wal")
+    seg.write(encode_row(tick))
+    if where == "after rows":
+        seg.write(profile_record(profile_metadata(ALT)))
+    else:
+        payload = PROFILE_MARK + b"{not json"  # intact (its checksum holds), malformed
+        seg.write(struct.pack("<II", len(payload), zlib.crc32(payload)) + payload)
+    seg.write(encode_row(tick._replace(seq=2)))
+    seg.close()
+    out = tmp_path / "out"
+    files = convert_segment(out, seg.path, profile=DEFAULT_PROFILE)
+    assert len(files) == 1 and pq.read_table(files[0]).num_rows == 1
+    assert (tmp_path / "s.wal.corrupt").exists() and not seg.path.exists()

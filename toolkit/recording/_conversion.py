@@ -23,8 +23,20 @@ from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows
 from toolkit.recording._misses import Misses, count_row_misses, merge
 from toolkit.recording._raw import _BATCH_MARK, _decode_batches, tables_from_raw
-from toolkit.recording._rows import NS_PER_DAY, partition_dir, profile_metadata, recording_schema
-from toolkit.recording._wal import MAGIC, Row, decode_payload
+from toolkit.recording._rows import (
+    NS_PER_DAY,
+    partition_dir,
+    profile_from_metadata,
+    profile_metadata,
+    recording_schema,
+)
+from toolkit.recording._wal import (
+    MAGIC,
+    PROFILE_MARK,
+    Row,
+    decode_payload,
+    decode_profile_record,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -100,6 +112,11 @@ class _PartFiles:
         self._open: dict[tuple[str, int], tuple[pq.ParquetWriter, Path, Path]] = {}
         self._dates: dict[int, str] = {}
 
+    @property
+    def opened(self) -> bool:
+        """Some file was begun (its schema can no longer change)."""
+        return bool(self._open)
+
     def write(self, parts: Parts) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -159,7 +176,8 @@ def convert_segment(
     misses: Misses | None = None,
 ) -> list[Path]:
     """Turn a closed (or crash-torn) WAL segment into Parquet files (columns extracted
-    under ``profile``, which the files' metadata names), then delete it. Same segment, same
+    under the profile the segment names in its first record, else ``profile``; the files'
+    metadata names the one used), then delete it. Same segment, same
     file names: converting it twice (after a crash mid-way) overwrites, never duplicates.
     ``misses``: count there the messages that lack a field the profile maps, per
     ``payloads.*`` setting (left as they were when the conversion fails).
@@ -191,6 +209,13 @@ def convert_segment(
         for payload in iter_records(path, scan):
             head = payload[: len(CHUNK_MARK)]
             try:
+                if head == PROFILE_MARK:
+                    # the profile the segment was recorded under (its first record)
+                    if rows or batches or files.opened:
+                        raise ValueError("a profile record after the segment's first rows")
+                    profile = _segment_profile(decode_profile_record(payload), profile)
+                    files.schema = recording_schema().with_metadata(profile_metadata(profile))
+                    continue
                 if head == CHUNK_MARK:
                     decoded = [decode_chunk(payload)]
                 elif head == _BATCH_MARK:
@@ -216,6 +241,23 @@ def convert_segment(
     if misses is not None:
         merge(misses, found)
     return written
+
+
+def _segment_profile(metadata: dict[bytes, bytes], fallback: ServiceProfile) -> ServiceProfile:
+    """The profile a segment names: ``fallback`` itself when it maps the payloads the same
+    way, so a recorder's own segments keep its profile whole."""
+    named = profile_from_metadata(metadata)
+    if named is None:
+        raise ValueError("a profile record without the profile's name")
+    if profile_metadata(named) == profile_metadata(fallback):
+        return fallback
+    _log.info(
+        "write-ahead segment recorded under profile %r, not %r: converted under %r",
+        named.name,
+        fallback.name,
+        named.name,
+    )
+    return named
 
 
 def _dispose(path: Path, scan: RecordScan) -> None:

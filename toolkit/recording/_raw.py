@@ -26,7 +26,7 @@ from toolkit.recording._rows import (
     recording_schema,
     rows_from_raw,
 )
-from toolkit.recording._wal import Row, decode_payload, iter_payloads
+from toolkit.recording._wal import PROFILE_MARK, Row, decode_payload, iter_payloads
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -172,6 +172,8 @@ def read_segment_items(path: str | os.PathLike[str]) -> tuple[list[Row], list[pa
     batches: list[pa.RecordBatch] = []
     for _end, payload in iter_payloads(data):
         head = payload[: len(_BATCH_MARK)]
+        if head == PROFILE_MARK:
+            continue
         if head == CHUNK_MARK:
             batches.append(decode_chunk(payload))
         elif head == _BATCH_MARK:

@@ -3,18 +3,21 @@ of recorded rows that stay readable after a crash (a torn last record is ignored
 
 Layout of a segment file: the 8-byte magic ``TKWAL01\\n`` followed by records, each
 ``<u32 payload length><u32 crc32 of payload><payload>``. A row's payload is a fixed struct
-of numbers and string lengths followed by the UTF-8 strings (see :func:`encode_row`).
+of numbers and string lengths followed by the UTF-8 strings (see :func:`encode_row`). The
+first record names the profile the segment was recorded under (:func:`profile_record`),
+so a crash's leftovers are converted under that profile, whichever the next run uses.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import math
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -31,6 +34,9 @@ _NULL_LEN = 0xFFFFFFFF
 # a single record larger than this is corruption, not data: stop reading there
 _MAX_RECORD = 256 * 1024 * 1024
 _NAN = math.nan
+#: the payload of the record naming a segment's profile starts with this (a row's first
+#: field, its receive time, is never the lowest int64)
+PROFILE_MARK = struct.pack("<q", -(2**63)) + b"TKPROF01"
 _pack_fixed = _FIXED.pack
 _pack_header = _HEADER.pack
 _crc32 = zlib.crc32
@@ -141,6 +147,31 @@ def _encode_lossless(row: Row) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
+def profile_record(metadata: Mapping[bytes, bytes]) -> bytes:
+    """The framed record that names a segment's profile: ``metadata`` as the recording's
+    files carry it (``toolkit.recording._rows.profile_metadata``)."""
+    table = {k.decode(): v.decode() for k, v in metadata.items()}
+    payload = PROFILE_MARK + json.dumps(table, sort_keys=True).encode()
+    return _pack_header(len(payload), _crc32(payload)) + payload
+
+
+def is_profile_record(payload: bytes | memoryview) -> bool:
+    return bytes(payload[: len(PROFILE_MARK)]) == PROFILE_MARK
+
+
+def decode_profile_record(payload: bytes | memoryview) -> dict[bytes, bytes]:
+    """The profile metadata of a profile record's payload; ValueError when malformed."""
+    try:
+        table = json.loads(bytes(payload[len(PROFILE_MARK) :]))
+    except ValueError as exc:
+        raise ValueError("malformed profile record") from exc
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise ValueError("malformed profile record")
+    return {k.encode(): v.encode() for k, v in table.items()}
+
+
 def decode_payload(payload: bytes | memoryview) -> Row:
     """The row of one record's payload (raises ``ValueError`` on a malformed payload)."""
     try:
@@ -217,7 +248,8 @@ def read_segment(path: str | os.PathLike[str]) -> SegmentScan:
     rows: list[Row] = []
     good_end = len(MAGIC) if data.startswith(MAGIC) else 0
     for end, payload in iter_payloads(data):
-        rows.append(decode_payload(payload))
+        if not is_profile_record(payload):
+            rows.append(decode_payload(payload))
         good_end = end
     return SegmentScan(rows=rows, ignored_bytes=len(data) - good_end)
 
@@ -226,7 +258,8 @@ def iter_segment_rows(path: str | os.PathLike[str]) -> Iterator[Row]:
     """The intact rows of a segment file, one at a time."""
     data = Path(path).read_bytes()
     for _end, payload in iter_payloads(data):
-        yield decode_payload(payload)
+        if not is_profile_record(payload):
+            yield decode_payload(payload)
 
 
 class Segment:
@@ -240,7 +273,9 @@ class Segment:
     ``broken``: it refuses further appends, and its writer starts another one.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], header: bytes = b"") -> None:
+        """``header``: framed records written with the magic, as one unit (the segment's
+        :func:`profile_record`)."""
         self.path = Path(path)
         # O_APPEND + exclusive create: a segment is only ever written by the one
         # recorder that named it
@@ -251,7 +286,7 @@ class Segment:
         #: a failed append could not be undone: bytes of a torn record end the file
         self.broken = False
         try:
-            self.write(MAGIC)
+            self.write(MAGIC + header)
         except BaseException:
             os.close(self._fd)
             with contextlib.suppress(OSError):

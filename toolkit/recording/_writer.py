@@ -36,7 +36,7 @@ from toolkit.recording._rows import (
     rows_from_raw,
 )
 from toolkit.recording._stats import RecorderStats
-from toolkit.recording._wal import SUFFIX, Row, Segment, encode_row
+from toolkit.recording._wal import SUFFIX, Row, Segment, encode_row, profile_record
 
 _log = logging.getLogger("toolkit.recording")
 
@@ -107,6 +107,7 @@ class RecordingWriter:
         #: where the columns are read from the payloads (named in every file's metadata)
         self.profile = profile
         self._metadata = profile_metadata(profile)
+        self._header = profile_record(self._metadata)
         self.rotate_interval = rotate_interval
         self.rotate_bytes = rotate_bytes
         self.rotate_rows = rotate_rows
@@ -220,7 +221,9 @@ class RecordingWriter:
 
     def _new_segment(self) -> None:
         name = f"{self._clock_ns():020d}-{os.getpid()}-{next(_counter):06d}"
-        self._segment = Segment(wal_dir(self.root) / f"{name}{SUFFIX}")
+        # the segment names its profile: a crash's leftovers convert under it, whatever
+        # profile the next recorder on this root runs with
+        self._segment = Segment(wal_dir(self.root) / f"{name}{SUFFIX}", self._header)
         self._segment_count = 0
         self._segment_opened = time.monotonic()
 
