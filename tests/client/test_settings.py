@@ -122,6 +122,13 @@ def test_nothing_set_is_an_error_naming_the_variables() -> None:
         {"concurrency": 0},
         {"timeout": 0},
         {"max_retries": -1},
+        {"max_retries": "3"},
+        {"max_retries": 2.5},
+        {"backoff_base_s": float("nan")},
+        {"backoff_max_s": -1},
+        {"retry_after_max_s": float("inf")},
+        {"rate_limit_budget_s": "300"},
+        {"rate_limit_budget_s": -5},
         {"page_size": 101},
         {"page_size": 0},
         {"page_size": True},
@@ -131,3 +138,18 @@ def test_nothing_set_is_an_error_naming_the_variables() -> None:
 def test_invalid_settings_are_refused(changes: dict[str, object]) -> None:
     with pytest.raises(InvalidRequest):
         Settings(base_url="http://h", **changes)  # type: ignore[arg-type]
+
+
+def test_the_rate_limit_budget_is_a_setting_the_transport_uses() -> None:
+    """The total a request waits on Retry-After can be set where every other transport
+    setting is (Client(...), Settings, replace), not only on ``client.rest``."""
+    from toolkit.client import Client
+
+    assert Settings(base_url="http://h").rate_limit_budget_s == 300.0
+    assert Settings(base_url="http://h", rate_limit_budget_s=0).rate_limit_budget_s == 0
+    client = Client(base_url="http://127.0.0.1:9", rate_limit_budget_s=12.5)
+    try:
+        assert client.settings.rate_limit_budget_s == 12.5
+        assert client.rest.rate_limit_budget_s == 12.5
+    finally:
+        client.close()

@@ -84,8 +84,9 @@ class Settings:
     retry gets its own), ``max_response_bytes`` (64 MiB: a larger answer, counted after
     decompression, is refused with InvalidResponse), ``max_retries`` (5),
     ``backoff_base_s`` (0.2), ``backoff_max_s`` (10),
-    ``retry_after_max_s`` (60: a longer Retry-After is not waited for). TLS verification
-    is always on.
+    ``retry_after_max_s`` (60: a longer Retry-After is not waited for),
+    ``rate_limit_budget_s`` (300: the most one request waits in total on 429s that carry a
+    Retry-After before it fails with RateLimited). TLS verification is always on.
 
     ``repr`` shows at most the API key's last four characters; never the secret.
     """
@@ -103,6 +104,7 @@ class Settings:
     backoff_base_s: float = 0.2
     backoff_max_s: float = 10.0
     retry_after_max_s: float = 60.0
+    rate_limit_budget_s: float = 300.0
     max_response_bytes: int = 64 * 1024 * 1024
     # client-side choices
     token_renew_margin_s: float = 30.0
@@ -141,8 +143,18 @@ class Settings:
             raise InvalidRequest(
                 f"max_response_bytes must be an int >= 1, not {self.max_response_bytes!r}"
             )
-        if self.max_retries < 0:
-            raise InvalidRequest(f"max_retries must be >= 0, not {self.max_retries}")
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or self.max_retries < 0
+        ):
+            raise InvalidRequest(f"max_retries must be an int >= 0, not {self.max_retries!r}")
+        for name in ("backoff_base_s", "backoff_max_s", "retry_after_max_s", "rate_limit_budget_s"):
+            value = getattr(self, name)
+            if not (_finite_positive(value) or (_number(value) and value == 0)):
+                raise InvalidRequest(
+                    f"{name} must be a finite number of seconds >= 0, not {value!r}"
+                )
         listing = self.profile.listing
         if self.page_size is None:
             object.__setattr__(self, "page_size", listing.page_default)
@@ -244,6 +256,10 @@ class Settings:
             profile=profile,
             **overrides,
         )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _finite_positive(value: object) -> bool:

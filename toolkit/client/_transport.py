@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 
 from toolkit.client._retry import (
-    RATE_LIMIT_BUDGET_S,
     Attempt,
     RetryState,
     backoff,
@@ -160,7 +159,7 @@ class AsyncRest:
     a request waiting for a retry does not hold a slot. ``sleep`` and ``rng`` are
     injectable so retry tests need no real waiting. The retry rules are
     :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the total
-    one request may wait on 429s that carry a Retry-After (default 300).
+    one request may wait on 429s that carry a Retry-After (default: the settings').
     """
 
     def __init__(
@@ -174,7 +173,7 @@ class AsyncRest:
         rng: Callable[[], float] = random.random,
         retry_policy: Callable[[Attempt], bool] = default_retry_policy,
         secrets: Callable[[], Iterable[str | None]] = tuple,
-        rate_limit_budget_s: float = RATE_LIMIT_BUDGET_S,
+        rate_limit_budget_s: float | None = None,
     ) -> None:
         self.settings = settings
         self.auth = auth
@@ -184,7 +183,9 @@ class AsyncRest:
         self._rng = rng
         self._retry_policy = retry_policy
         self._secrets = secrets
-        self.rate_limit_budget_s = rate_limit_budget_s
+        self.rate_limit_budget_s = (
+            settings.rate_limit_budget_s if rate_limit_budget_s is None else rate_limit_budget_s
+        )
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]
         self._pools = weakref.WeakKeyDictionary()
         #: requests sent (every one: retries, sign-ins and the auth flow's resends too,
