@@ -3,12 +3,15 @@ already final, already cancelling; decided from the order's state, never from a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+import logging
+import time
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from toolkit.client._items import _iso_ms
 from toolkit.errors import InvalidResponse
 from toolkit.protocol import (
     ACTIVE,
@@ -83,22 +86,76 @@ class CancelResult:
         return f"order {self.order_id}: {self.outcome.value}{status}: {_DESCRIPTIONS[self.outcome]}"
 
 
+_log = logging.getLogger("toolkit.rest")
+
+
+class _StampWarnings:
+    """Rate limit of the warning about an acceptance without a readable
+    ``cancelRequestedAt``: the first is a warning, then at most one every ``interval_s``
+    seconds (saying how many were only logged at debug level since)."""
+
+    def __init__(self, interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self.interval_s = interval_s
+        self.clock = clock
+        self._last: float | None = None
+        self._quiet = 0
+
+    def say(self, order_id: str, value: object) -> None:
+        shown = repr(value) if value is not None else "none"
+        text = (
+            "the cancel of order %r was accepted without a readable 'cancelRequestedAt' "
+            "(spec 2.6: the acceptance carries it; got %s): its cancel_requested_at is None"
+        )
+        now = self.clock()
+        if self._last is not None and now - self._last < self.interval_s:
+            self._quiet += 1
+            _log.debug(text, order_id, shown[:60])
+            return
+        more = f" ({self._quiet} more since the last warning)" if self._quiet else ""
+        self._last, self._quiet = now, 0
+        _log.warning(text + more, order_id, shown[:60])
+
+
+_stamp_warnings = _StampWarnings()
+
+
+def _stamp_ms(value: object, unit: str) -> int | None:
+    """``cancelRequestedAt`` as Unix ms, read as list items' times are
+    (``ListItems._time``): a Unix time in ``unit``, or an ISO 8601 string (naive = UTC);
+    None when absent or unreadable."""
+    try:
+        return to_epoch_ms(value, unit)
+    except InvalidResponse:
+        return _iso_ms(value)
+    except (ValueError, OverflowError):  # "nan", "inf"
+        return None
+
+
 def accepted(
     order_id: str, body: Mapping[str, Any], http_status: int | None, unit: str = "auto"
 ) -> CancelResult:
     """The result of a 2xx cancel (or an accepted item of a batch); ``unit`` is the
-    profile's ``orders.timestamp_unit``. An unreadable ``cancelRequestedAt`` is left out."""
-    try:
-        ms = to_epoch_ms(body.get("cancelRequestedAt"), unit)
-    except InvalidResponse:
-        ms = None
+    profile's ``orders.timestamp_unit``. ``cancelRequestedAt`` is read as a Unix time or
+    an ISO 8601 string; when it is missing or unreadable the cancel is still accepted
+    (``cancel_requested_at`` None) and a warning names the field and the order (at most
+    one a minute; the others at debug level)."""
+    value = body.get("cancelRequestedAt")
+    ms = _stamp_ms(value, unit)
+    moment: datetime | None = None
+    if ms is not None:
+        try:
+            moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # a number no date can hold
+            moment = None
+    if moment is None:
+        _stamp_warnings.say(order_id, value)
     raw_status = body.get("status")
     return CancelResult(
         order_id=order_id,
         outcome=CancelOutcome.ACCEPTED,
         status=canonical_status(raw_status) if isinstance(raw_status, str) else "CANCELLING",
         http_status=http_status,
-        cancel_requested_at=datetime.fromtimestamp(ms / 1000, tz=UTC) if ms is not None else None,
+        cancel_requested_at=moment,
         order=dict(body),
     )
 

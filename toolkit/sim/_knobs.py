@@ -56,6 +56,10 @@ class Knobs:
     #: share of engine-triggered limit orders whose execution fails recoverably and re-arms
     #: to OPEN (spec 3.2); triggers from ``/_sim/prices`` always execute, for determinism
     rearm_rate: float = 0.05
+    #: resolution of an order's ``updatedAt``, in ms: at 1 it strictly increases with
+    #: every state, so no two states of an order tie; at 1000 it is whole seconds (the
+    #: spec shows no unit) and the states of one second share it
+    updated_at_resolution_ms: int = 1
     #: page size rules of the listing (``listing.page_*`` of the profile)
     page_default: int = 50
     page_max: int = 100
@@ -130,6 +134,7 @@ _INTEGERS: dict[str, int] = {
     "page_max": 1,
     "page_min": 1,
     "batch_cancel_max": 1,
+    "updated_at_resolution_ms": 1,
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "limit_events": ("all", "outcome_only"),

@@ -80,6 +80,9 @@ class SimState(ListingMixin, WalletMixin):
         self._index: dict[str, _Index] = {a: _Index() for a in PROFILES}
         self._client_ids: dict[str, set[str]] = {a: set() for a in PROFILES}
         self._open: dict[str, Order] = {}
+        #: orders whose deferred cancel (``cancel_deferred``) came through the batch route:
+        #: honoured without a CANCELLING event (spec 3.2)
+        self._deferred_by_batch: set[str] = set()
         # OPEN limit orders by how soon a price move fires them: buys by highest limit,
         # sells by lowest; entries go stale when an order leaves OPEN and are skipped
         self._buys: dict[str, list[tuple[Decimal, str]]] = {s: [] for s in SYMBOLS}
@@ -154,8 +157,13 @@ class SimState(ListingMixin, WalletMixin):
             self._index.setdefault(order.account, _Index()).add(order)
 
     def _stamp(self, order: Order) -> int:
-        # strictly increasing, so reconciliation by updatedAt never sees two states tie
-        order.updated_at = max(self.now_ms(), order.updated_at + 1)
+        step = self.knobs.updated_at_resolution_ms
+        if step <= 1:
+            # strictly increasing, so reconciliation by updatedAt never sees two states tie
+            order.updated_at = max(self.now_ms(), order.updated_at + 1)
+        else:
+            # on the knob's grid and never backwards: states within one step tie
+            order.updated_at = max(self.now_ms() // step, -(-order.updated_at // step)) * step
         return order.updated_at
 
     def _transition(self, order: Order, to: str, *, publish: bool = True) -> None:
@@ -165,6 +173,8 @@ class SimState(ListingMixin, WalletMixin):
             order.versions = [(0, list_item(order))]
         order.status = to
         now = self._stamp(order)
+        if to in LIMIT_FINAL:
+            self._deferred_by_batch.discard(order.id)  # a deferred cancel never honoured
         if order.is_limit:
             if to == "OPEN":
                 self._watch(order)
@@ -316,8 +326,11 @@ class SimState(ListingMixin, WalletMixin):
             return "accepted", order
         if order.status in EXECUTING:
             if not order.cancel_deferred:
+                # the first request is the one recorded: its reason and its route
                 order.cancel_deferred = True
                 order.cancel_reason = reason or "requested by user"
+                if batch:
+                    self._deferred_by_batch.add(order.id)
             return "executing", order
         if order.status == "CANCELLING":
             return "cancelling", order
@@ -325,6 +338,7 @@ class SimState(ListingMixin, WalletMixin):
 
     def _start_cancel(self, order: Order, *, publish: bool = True) -> None:
         order.cancel_deferred = False
+        self._deferred_by_batch.discard(order.id)
         self._transition(order, "CANCELLING", publish=publish)
         self._later(float(self.knobs.cancel_completion_s), self._complete_cancel, order.id)
 
@@ -434,7 +448,7 @@ class SimState(ListingMixin, WalletMixin):
         self._transition(order, "OPEN")
         if order.cancel_deferred:
             order.cancel_requested_at = self.now_ms()
-            self._start_cancel(order)
+            self._start_cancel(order, publish=order.id not in self._deferred_by_batch)
         elif order.expires_at is not None and order.expires_at <= self.now_ms():
             self._expire(order.id)
         else:

@@ -30,7 +30,8 @@ __all__ = ["OrderBook", "OrderState", "Transition"]
 _log = logging.getLogger("toolkit.orderbook")
 
 #: how far along its life cycle a status is; breaks ties between two states stamped with
-#: the same ``updatedAt`` (a cycle can pass several statuses within one millisecond)
+#: the same ``updatedAt`` (a cycle can pass several statuses within one millisecond) when
+#: arrival order cannot (not two notifications of one connection, in order)
 _PROGRESS = {
     "PENDING": 0,
     "OPEN": 0,
@@ -40,6 +41,8 @@ _PROGRESS = {
     "EXECUTED": 3,
 }
 _FINAL_PROGRESS = 4
+#: the re-arm of spec 3.2 ("order watches again"): back to OPEN from these
+_REARM_FROM = frozenset({"TRIGGERED", "PROCESSING"})
 #: reconcile period when the service publishes only execution outcomes on watchOrders
 #: (profile ``stream.limit_events`` = ``outcome_only``) and none was given
 OUTCOME_ONLY_RECONCILE_S = 5.0
@@ -58,6 +61,14 @@ def _progress(status: str) -> int:
     return _FINAL_PROGRESS if status in FINAL_STATUSES else _PROGRESS.get(status, 1)
 
 
+def _arrived_later(event: OrderEvent, current: OrderState) -> bool:
+    """Whether ``event`` came after ``current`` on the same connection (a later ``seq``):
+    the service's own order, which ``updatedAt`` in whole seconds cannot tell."""
+    return bool(event.connection_id) and (
+        event.connection_id == current.connection_id and event.seq > current.seq
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Transition:
     """One accepted state of an order."""
@@ -72,7 +83,9 @@ class Transition:
 @dataclass(frozen=True, slots=True)
 class OrderState:
     """The latest known state of one order. ``order`` is the last payload accepted (a
-    notification or a fetchOrder response); ``history`` its accepted transitions."""
+    notification or a fetchOrder response); ``history`` its accepted transitions;
+    ``connection_id`` and ``seq`` where that notification arrived ("" and 0 for a REST
+    read), to tell two states of one ``updatedAt`` apart by arrival order."""
 
     order_id: str
     status: str
@@ -81,6 +94,8 @@ class OrderState:
     order: dict[str, Any]
     history: tuple[Transition, ...]
     final: bool
+    connection_id: str = ""
+    seq: int = 0
 
 
 class OrderBook:
@@ -89,12 +104,17 @@ class OrderBook:
     ``apply`` (sans-I/O) takes an OrderEvent or an order dict and keeps, per order, the
     state with the newest ``updatedAt``: stale and duplicate notifications are ignored,
     ``closed`` and ``CLOSED`` are one status. A REST read (``reconciled``) wins a tie with
-    a notification; between two notifications stamped alike, the one further along the
-    life cycle wins, and a final state is only left for a known, strictly newer
-    ``updatedAt``. A state without an order id or a status, or without an ``updatedAt``
-    over a state that has one, is refused. ``ignored`` counts the states not applied
-    (stale, duplicate or refused), ``refused`` the refused ones; the first refusal of
-    each kind is logged as a warning, the others at debug level.
+    a notification. Between two notifications stamped alike (``updatedAt`` may be whole
+    seconds), the one that arrived later on the same connection (higher ``seq``) wins,
+    since a connection delivers in the service's order; otherwise (another connection,
+    a replay, a notification after a REST read) the one further along the life cycle
+    wins, except that a re-arm (TRIGGERED or PROCESSING back to OPEN) of a notification
+    that names no connection is taken. A final state is only left for a known, strictly
+    newer ``updatedAt``. A state without an order id or a status, or without an
+    ``updatedAt`` over a state that has one, is refused. ``ignored`` counts the states
+    not applied (stale, duplicate or refused), ``refused`` the refused ones; the first
+    refusal of each kind, and the first state of another status ignored on a tie, are
+    logged as a warning, the others at debug level.
 
     ``run`` subscribes ``watchOrders`` and reconciles at start and after every ``gap`` of
     the session (and every ``reconcile_interval`` seconds when set, which also covers a
@@ -148,7 +168,7 @@ class OrderBook:
         self.reconciles = 0
         self.ignored = 0
         self.refused = 0
-        #: kinds of refusal already logged as a warning
+        #: kinds of refusal (and "tie") already logged as a warning
         self._refusals_said: set[str] = set()
 
     def __repr__(self) -> str:
@@ -197,7 +217,12 @@ class OrderBook:
         verdict = self._judge(event, current)
         if verdict is not True:
             self.ignored += 1
-            if verdict:
+            if verdict and verdict[0] == "tie":
+                text = "OrderBook ignored a %s of order %r (%s): %s"
+                self._say(
+                    "tie", text + " (the first tie; all are counted in .ignored)", event, verdict[1]
+                )
+            elif verdict:
                 self._refuse(event, *verdict)
             return None
         transition = Transition(
@@ -219,6 +244,8 @@ class OrderBook:
             order=event.order,
             history=history,
             final=final,
+            connection_id="" if event.reconciled else event.connection_id,
+            seq=0 if event.reconciled else event.seq,
         )
         if final:
             self._finished[event.order_id] = None
@@ -235,8 +262,9 @@ class OrderBook:
 
     @staticmethod
     def _judge(event: OrderEvent, current: OrderState | None) -> bool | tuple[str, str]:
-        """True: apply ``event``; False: stale or a duplicate; else ``(kind, why)``: a
-        state refused (it would put a guess over what the book knows)."""
+        """True: apply ``event``; False: stale or a duplicate; ``("tie", why)``: another
+        status of the same ``updatedAt`` ranked older; else ``(kind, why)``: a state
+        refused (it would put a guess over what the book knows)."""
         if not event.order_id:
             return "id", "it has no order id"
         if not event.status:
@@ -262,18 +290,47 @@ class OrderBook:
             return False  # a duplicate (or the same state read twice)
         if event.reconciled:
             return True  # REST is the source of truth
-        return _progress(event.status) > _progress(current.status)
+        notified = not current.history[-1].reconciled
+        if new and notified and _arrived_later(event, current):
+            return True  # one connection delivers in the service's order
+        if (
+            new
+            and notified
+            and event.status == "OPEN"
+            and current.status in _REARM_FROM
+            and not (event.connection_id and current.connection_id)
+        ):
+            return True  # a re-arm (spec 3.2), when nothing tells the order of the two
+        if _progress(event.status) > _progress(current.status):
+            return True
+        if not notified:
+            where = "a REST read"
+        elif not (event.connection_id and current.connection_id):
+            where = "a notification of no known connection"
+        elif event.connection_id == current.connection_id:
+            where = "a notification of the same connection that came no earlier"
+        else:
+            where = "another connection"
+        why = (
+            f"it has the updatedAt ({new}) of the {current.status} the book holds (from "
+            f"{where}), which is further along the life cycle; a reconcile reads the truth"
+        )
+        return "tie", why
 
     def _refuse(self, event: OrderEvent, kind: str, why: str) -> None:
         self.refused += 1
-        source = "REST read" if event.reconciled else "notification"
         text = "OrderBook refused a %s of order %r (%s): %s"
+        self._say(kind, text + " (the first of its kind; all are counted in .refused)", event, why)
+
+    def _say(self, kind: str, text: str, event: OrderEvent, why: str) -> None:
+        """Log a state not applied: the first of ``kind`` as a warning, others at debug."""
+        source = "REST read" if event.reconciled else "notification"
         args = (source, event.order_id, event.status_raw or "no status", why)
         if kind in self._refusals_said:
             _log.debug(text, *args)
             return
         self._refusals_said.add(kind)
-        _log.warning(text + " (the first of its kind; all are counted in .refused)", *args)
+        _log.warning(text, *args)
 
     def _evict(self) -> None:
         while len(self._finished) > self._history_limit:

@@ -4,11 +4,15 @@ badges, the grid of a row, the legend, and a cancel's outcome text as the order 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.widgets._theme import grid
 
-# PRODUCT.md reads the shortcuts literally; market "pending" can still execute too.
-ACTIVE_STATUSES = frozenset({"OPEN", "TRIGGERED", "PROCESSING", "PENDING"})
+#: market-order statuses (spec 3.1): "pending" is open, awaiting execution, so it can still
+#: execute (ACTIVE); "executed" has executed, and the others ended, so they no longer do
+MARKET_ACTIVE = frozenset({"PENDING"})
+MARKET_FINALIZED = frozenset({"EXECUTED", "CLOSED", "REJECTED", "EXPIRED"})
 STATUS_ORDER = (
     "OPEN",
     "TRIGGERED",
@@ -22,7 +26,10 @@ STATUS_ORDER = (
     "REJECTED",
 )
 FILTERS = ("ALL", "ACTIVE", "FINALIZED", *STATUS_ORDER)
-FINAL_STATUSES = frozenset(STATUS_ORDER) - ACTIVE_STATUSES - {"CANCELLING"}
+#: after a cancel, the order executed anyway: the cancel came too late
+EXECUTED_STATUSES = frozenset({"EXECUTED", "CLOSED"})
+#: after a cancel, the order ended without executing, but not as CANCELLED
+ENDED_STATUSES = frozenset({"REJECTED", "EXPIRED"})
 COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "updated (UTC)")
 # Columns size from the container (no fixed total width); the timeline takes what is left
 # and stays on one line, its full history in the tooltip.
@@ -104,29 +111,65 @@ def badge(status: str, status_raw: str | None = None) -> str:
     return f"<span class='tk-badge' data-status='{text}'{sent}>{text}</span>"
 
 
-def matches(status: str, flt: str) -> bool:
-    """Whether an order in (canonical) ``status`` passes the filter ``flt``."""
+@dataclass(frozen=True, slots=True)
+class Shortcuts:
+    """The ACTIVE and FINALIZED shortcuts (spec 3.2: which statuses belong to each is not
+    shown): limit orders per the profile's ``listing.active_statuses`` /
+    ``listing.finalized_statuses``, market orders per spec 3.1 (``MARKET_ACTIVE``,
+    ``MARKET_FINALIZED``). A limit status the profile puts in neither is in neither."""
+
+    active: frozenset[str]
+    finalized: frozenset[str]
+
+    @classmethod
+    def of(cls, profile: ServiceProfile) -> Shortcuts:
+        listing = profile.listing
+        return cls(frozenset(listing.active_statuses), frozenset(listing.finalized_statuses))
+
+    def shortcut(self, status: str, order_type: object = None) -> str | None:
+        """ "ACTIVE", "FINALIZED" or None for an order in (canonical) ``status`` of type
+        ``order_type`` (spec 2.4: ``market`` by default)."""
+        is_limit = str(order_type or "").lower() == "limit"
+        if not is_limit and status in MARKET_ACTIVE | MARKET_FINALIZED:
+            return "ACTIVE" if status in MARKET_ACTIVE else "FINALIZED"
+        if status in self.active:
+            return "ACTIVE"
+        if status in self.finalized:
+            return "FINALIZED"
+        return None
+
+
+DEFAULT_SHORTCUTS = Shortcuts.of(DEFAULT_PROFILE)
+
+
+def matches(
+    status: str, flt: str, order_type: object = None, shortcuts: Shortcuts = DEFAULT_SHORTCUTS
+) -> bool:
+    """Whether an order in (canonical) ``status`` of type ``order_type`` passes the filter
+    ``flt``; ACTIVE and FINALIZED as ``shortcuts`` says (by default the default profile's)."""
     if flt == "ALL":
         return True
-    if flt == "ACTIVE":
-        return status in ACTIVE_STATUSES
-    if flt == "FINALIZED":
-        return status not in ACTIVE_STATUSES
+    if flt in ("ACTIVE", "FINALIZED"):
+        return shortcuts.shortcut(status, order_type) == flt
     return status == flt
 
 
 def outcome_label(outcome: str, result_status: str | None, current: str | None) -> tuple[str, str]:
     """The text and tone class of a cancel's outcome, following the order since: an
     accepted cancel reads "accepted (CANCELLING)" until the order is CANCELLED, then
-    "cancelled"; a cancel the order outran reads "too late: EXECUTED". Short enough for the
-    view's outcome cell; the tooltip says what each means (``MEANINGS``)."""
+    "cancelled"; a cancel the order outran by executing reads "too late: EXECUTED" (or
+    CLOSED); an order that ended otherwise since (REJECTED, EXPIRED: it did not execute,
+    but was not cancelled either) reads "ended REJECTED". Short enough for the view's
+    outcome cell; the tooltip says what each means (``MEANINGS``)."""
     label = _LABELS.get(outcome, outcome)
     status = (result_status or "").upper()
     if current and current != status:
         if current == "CANCELLED":
             return "cancelled", "tk-good"
-        if current in FINAL_STATUSES:
+        if current in EXECUTED_STATUSES:
             return f"too late: {current}", "tk-warn"
+        if current in ENDED_STATUSES:
+            return f"ended {current}", "tk-warn"
     tone = "tk-good" if outcome == "accepted" else "tk-warn"
     if not status or outcome == "already_cancelling":
         return label, tone

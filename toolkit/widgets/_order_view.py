@@ -15,13 +15,13 @@ import pandas as pd
 from toolkit.stream._events import OrderEvent, SessionEvent
 from toolkit.widgets._base import LiveView
 from toolkit.widgets._order_format import (
-    ACTIVE_STATUSES,
     COLUMNS,
     FAILED_TONE,
     FILTERS,
     LEGEND,
     STATUS_ORDER,
     TIMELINE_STEPS,
+    Shortcuts,
     badge,
     matches,
     order_grid,
@@ -41,11 +41,13 @@ class OrderStatusView(LiveView):
     """Live orders: one row per order with a status badge (both status families, in one
     case; the case the service sent is in the tooltip), its transition timeline on one line
     (the whole history on hover), counts per status, a filter (ALL, ACTIVE, FINALIZED or
-    one status) and a Cancel button on OPEN limit orders. Times are UTC: today's to the
-    millisecond, another day's as month, day and minute, another year's as the date (in
-    the same width, so a table that crosses midnight does not widen), each in full on
-    hover; italic timeline entries were read over REST after a gap (the legend under the
-    table says so).
+    one status) and a Cancel button on OPEN limit orders. ACTIVE and FINALIZED are the
+    book's profile's (``listing.active_statuses`` / ``finalized_statuses``: the spec does
+    not show them) for limit orders; a market order is ACTIVE while ``pending`` (spec
+    3.1). Times are UTC: today's to the millisecond, another day's as month, day and
+    minute, another year's as the date (in the same width, so a table that crosses
+    midnight does not widen), each in full on hover; italic timeline entries were read
+    over REST after a gap (the legend under the table says so).
 
     ``source`` is a client (the view runs a reconciled ``OrderBook`` on its own stream:
     ``watchOrders``, and fetchOrder after every gap), or a recording path / replay iterator
@@ -127,6 +129,8 @@ class OrderStatusView(LiveView):
             if isinstance(source, OrderBook)
             else OrderBook(self._client, history_limit=history_limit)
         )
+        # ACTIVE / FINALIZED of the filter and the counts, as the book's profile says
+        self._shortcuts = Shortcuts.of(self.book.profile)
         self._remove_listener = self.book.add_listener(self._on_order_event)
         self._changed = True
         # a live view reads the orders over REST before it knows any (the book's first
@@ -262,8 +266,12 @@ class OrderStatusView(LiveView):
         return self._changed
 
     def _matching(self) -> list[Any]:
-        flt = self.filter.value
-        states = [s for s in self.book.orders.values() if matches(s.status, flt)]
+        flt, shortcuts = self.filter.value, self._shortcuts
+        states = [
+            s
+            for s in self.book.orders.values()
+            if matches(s.status, flt, s.order.get("type"), shortcuts)
+        ]
         states.sort(key=lambda s: (s.updated_at_ms, s.order_id), reverse=True)
         return states
 
@@ -398,11 +406,14 @@ class OrderStatusView(LiveView):
             note = "stopped before the orders were read" if self._stopped else f"{_LOADING}…"
             return f"<div class='tk-counts tk-muted' data-loading='true'>{note}</div>"
         counts = self.counts()
-        active = sum(n for s, n in counts.items() if s in ACTIVE_STATUSES)
-        total = sum(counts.values())
+        groups = {"ACTIVE": 0, "FINALIZED": 0, None: 0}
+        for state in self.book.orders.values():
+            groups[self._shortcuts.shortcut(state.status, state.order.get("type"))] += 1
+        # a status the profile puts in neither shortcut is counted apart
+        other = f", other {groups[None]}" if groups[None] else ""
         parts = [
-            f"<b>{total}</b> orders (ACTIVE {active}, FINALIZED {total - active}); "
-            f"matching: {shown}"
+            f"<b>{sum(counts.values())}</b> orders (ACTIVE {groups['ACTIVE']}, "
+            f"FINALIZED {groups['FINALIZED']}{other}); matching: {shown}"
         ]
         ordered = [s for s in STATUS_ORDER if s in counts] + sorted(
             s for s in counts if s not in STATUS_ORDER
