@@ -65,6 +65,30 @@ class TokenAuth(httpx.Auth):
     renewal in the middle of a long load survives a busy moment; after the last try the
     error is RateLimited (429) or ServiceUnavailable (5xx). ``clock`` (wall seconds),
     ``sleep`` and ``sync_sleep`` are injectable for tests.
+
+    Parameters
+    ----------
+    api_key : str
+        The API key (not empty).
+    api_secret : str
+        The API secret (not empty).
+    base_url : str
+        The service's REST root; the sign-in goes to ``base_url`` + ``signin.path``.
+    profile : ServiceProfile, default DEFAULT_PROFILE
+        Its ``signin`` section and ``rest.auth_header``/``rest.auth_scheme``.
+    renew_margin_s : float, default 30.0
+        Renew the token this long before it expires (at most a tenth of its lifetime).
+    clock : callable, default time.time
+        Wall clock in Unix seconds, read against the token's expiry.
+    sleep : async callable, default asyncio.sleep
+        Waits between sign-in tries in the async flow.
+    sync_sleep : callable, default time.sleep
+        Waits between sign-in tries in the sync flow.
+
+    Raises
+    ------
+    InvalidRequest
+        An empty key or secret, or a sign-in URL that cannot be built.
     """
 
     # the flows read the sign-in bodies themselves; other responses are left to the caller
@@ -111,6 +135,25 @@ class TokenAuth(httpx.Auth):
 
     @classmethod
     def from_settings(cls, settings: Settings, *, clock: Clock = time.time) -> TokenAuth:
+        """The auth of a client's settings: its credentials, base URL, profile and
+        ``token_renew_margin_s``.
+
+        Parameters
+        ----------
+        settings : Settings
+            The client's settings.
+        clock : callable, default time.time
+            Wall clock in Unix seconds.
+
+        Returns
+        -------
+        TokenAuth
+
+        Raises
+        ------
+        InvalidRequest
+            ``settings`` has no API key or secret.
+        """
         if not settings.api_key or not settings.api_secret:
             raise InvalidRequest(
                 "no credentials: pass api_key= and api_secret= (or set TOOLKIT_API_KEY and "
@@ -142,15 +185,19 @@ class TokenAuth(httpx.Auth):
         return self._renew_at
 
     def needs_signin(self) -> bool:
+        """True when no token is held, or ``clock`` has passed its renewal moment."""
         if self._token is None:
             return True
         return self._renew_at is not None and self._clock() >= self._renew_at
 
     def invalidate(self) -> None:
+        """Forget the token: the next request signs in again."""
         self._token = None
         self._renew_at = None
 
     def signin_request(self) -> httpx.Request:
+        """The sign-in request: ``POST`` to ``signin.path`` with the key and secret at
+        ``signin.key_field`` and ``signin.secret_field`` of a JSON body."""
         body: dict[str, Any] = {}
         # dotted fields are nested objects, as everywhere in the profile ("auth.key")
         set_path(body, self._signin.key_field, self._api_key)
@@ -161,7 +208,19 @@ class TokenAuth(httpx.Auth):
         """Seconds to wait before sign-in try ``attempt + 1`` when ``response`` is a
         transient refusal (429, 502, 503, 504) and tries are left; else None (the answer
         is taken, or its error raised). The wait is the larger of the Retry-After hint and
-        an exponential backoff with jitter, at most ``SIGNIN_MAX_WAIT_S``."""
+        an exponential backoff with jitter, at most ``SIGNIN_MAX_WAIT_S``.
+
+        Parameters
+        ----------
+        response : httpx.Response
+            The answer to a sign-in.
+        attempt : int
+            Which try it answered, from 0.
+
+        Returns
+        -------
+        float or None
+        """
         if response.status_code not in TRANSIENT_SIGNIN_STATUSES:
             return None
         if attempt + 1 >= SIGNIN_ATTEMPTS:
@@ -181,7 +240,35 @@ class TokenAuth(httpx.Auth):
         return wait
 
     def accept_signin(self, response: httpx.Response) -> str:
-        """Take the token from a sign-in response, or raise."""
+        """Take the token from a sign-in response, or raise.
+
+        The token is kept, with the moment to renew it, for the requests that follow.
+
+        Parameters
+        ----------
+        response : httpx.Response
+            The answer to :meth:`signin_request`, its body read.
+
+        Returns
+        -------
+        str
+            The token.
+
+        Raises
+        ------
+        AuthenticationError
+            A status among ``signin.bad_credentials_statuses``, or another 401 or 403.
+        ServiceError
+            404 or 405 (check ``signin.path``), 400 or 422 (check ``signin.key_field``
+            and ``signin.secret_field``), or another refusal.
+        RateLimited
+            429.
+        ServiceUnavailable
+            A 5xx.
+        InvalidResponse
+            A body that is not JSON, or without a non-empty string at
+            ``signin.token_field``.
+        """
         text = scrub(response.text, self.secrets)
         url = str(response.request.url)
         status = response.status_code
@@ -250,6 +337,15 @@ class TokenAuth(httpx.Auth):
         return token
 
     def apply(self, request: httpx.Request, token: str) -> None:
+        """Put ``token`` in ``request``'s ``rest.auth_header``, after ``rest.auth_scheme``.
+
+        Parameters
+        ----------
+        request : httpx.Request
+            The request to authenticate, changed in place.
+        token : str
+            The token.
+        """
         request.headers[self._header] = auth_value(self._scheme, token)
 
     # -- flows --------------------------------------------------------------------------
@@ -262,7 +358,22 @@ class TokenAuth(httpx.Auth):
         return lock
 
     async def async_token(self, send: Callable[[httpx.Request], Awaitable[httpx.Response]]) -> str:
-        """A valid token, signing in through ``send`` when needed."""
+        """A valid token, signing in through ``send`` when needed.
+
+        Parameters
+        ----------
+        send : async callable
+            Sends a request and returns its response, body read.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        ToolkitError
+            The sign-in's errors, as :meth:`accept_signin` raises them.
+        """
         if self.needs_signin():
             async with self._async_lock():
                 if self.needs_signin():
@@ -278,6 +389,20 @@ class TokenAuth(httpx.Auth):
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """httpx's auth flow, async: sign in when needed, send ``request`` with the token,
+        and on a 401 sign in again (unless another request already did) and send it once
+        more.
+
+        Parameters
+        ----------
+        request : httpx.Request
+            The request to authenticate.
+
+        Yields
+        ------
+        httpx.Request
+            The sign-in requests and ``request``; httpx sends each back its response.
+        """
         if self.needs_signin():
             async with self._async_lock():
                 if self.needs_signin():
@@ -311,6 +436,18 @@ class TokenAuth(httpx.Auth):
         yield request
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response]:
+        """httpx's auth flow, sync: as :meth:`async_auth_flow`.
+
+        Parameters
+        ----------
+        request : httpx.Request
+            The request to authenticate.
+
+        Yields
+        ------
+        httpx.Request
+            The sign-in requests and ``request``; httpx sends each back its response.
+        """
         if self.needs_signin():
             with self._thread_lock:
                 if self.needs_signin():

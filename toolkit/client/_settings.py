@@ -74,21 +74,66 @@ class Settings:
     ``TOOLKIT_PROFILE=path/to/profile.toml``; the old keywords (``fetch_order_param=`` ...)
     raise InvalidRequest naming the profile setting.
 
-    Client-side settings: ``page_size`` (what we ask for; default the profile's
-    ``listing.page_default``, within ``listing.page_min``..``listing.page_max``),
-    ``max_pages`` (page budget of one listing, 10000), ``token_renew_margin_s`` (renew this
-    long before the token expires, at most a tenth of its lifetime; 30).
-
-    Transport settings: ``concurrency`` (requests in flight, 16), ``timeout`` (deadline of
-    one attempt in seconds, 10: connecting, sending and reading the whole answer; each
-    retry gets its own), ``max_response_bytes`` (64 MiB: a larger answer, counted after
-    decompression, is refused with InvalidResponse), ``max_retries`` (5),
-    ``backoff_base_s`` (0.2), ``backoff_max_s`` (10),
-    ``retry_after_max_s`` (60: a longer Retry-After is not waited for),
-    ``rate_limit_budget_s`` (300: the most one request waits in total on 429s that carry a
-    Retry-After before it fails with RateLimited). TLS verification is always on.
+    The client-side settings (``page_size``, ``max_pages``, ``token_renew_margin_s``) and
+    the transport settings (``concurrency``, ``timeout``, ``max_response_bytes``, the
+    retries and their waits) are below. TLS verification is always on.
 
     ``repr`` shows at most the API key's last four characters; never the secret.
+
+    Parameters
+    ----------
+    base_url : str
+        The service's REST root, an absolute http(s) URL without credentials or query (a
+        trailing slash is dropped).
+    ws_url : str, optional
+        The WebSocket address, an absolute ws(s) URL (default: ``base_url`` with http ->
+        ws, https -> wss).
+    api_key : str, optional
+        The API key to sign in with.
+    api_secret : str, optional
+        The API secret to sign in with.
+    profile_id : str, optional
+        The account profile (``profileId``) of creates and cancels that name none.
+    environment : Environment or str, default Environment.LOCAL
+        Where the client points: ``local``, ``sandbox`` or ``production``.
+    concurrency : int, default 16
+        Requests in flight at once (>= 1).
+    timeout : float, default 10.0
+        Deadline of one attempt in seconds: connecting, sending and reading the whole
+        answer; each retry gets its own.
+    max_retries : int, default 5
+        Retries of a request whose failure is worth retrying (>= 0); the retries that
+        wait a 429's Retry-After do not count.
+    backoff_base_s : float, default 0.2
+        First wait between retries, doubled each time (the wait is between half and all
+        of it, at random).
+    backoff_max_s : float, default 10.0
+        Longest backoff wait.
+    retry_after_max_s : float, default 60.0
+        Longest Retry-After waited for; a longer one fails the request.
+    rate_limit_budget_s : float, default 300.0
+        The most one request waits in total on 429s that carry a Retry-After before it
+        fails with RateLimited.
+    max_response_bytes : int, default 67108864
+        Largest answer (64 MiB), counted after decompression; a larger one is refused
+        with InvalidResponse.
+    token_renew_margin_s : float, default 30.0
+        Renew the token this long before it expires (at most a tenth of its lifetime).
+    page_size : int, optional
+        Page size we ask the listing for, within ``listing.page_min``..``page_max``
+        (default: the profile's ``listing.page_default``).
+    max_pages : int, default 10000
+        Page budget of one listing.
+    profile : ServiceProfile, default DEFAULT_PROFILE
+        Every assumption about what the spec leaves unshown.
+
+    Raises
+    ------
+    InvalidRequest
+        A URL that is missing, malformed, of the wrong scheme or with credentials or a
+        query; a profile that is no ServiceProfile; an invalid ``profile_id``; or a
+        ``concurrency``, ``timeout``, ``max_retries``, backoff or Retry-After limit,
+        ``max_response_bytes`` or ``page_size`` out of its range (the message names it).
     """
 
     base_url: str
@@ -178,7 +223,23 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied. A new ``profile`` brings its own default page
-        size unless ``page_size`` was chosen apart from the old profile's default."""
+        size unless ``page_size`` was chosen apart from the old profile's default.
+
+        Parameters
+        ----------
+        **changes : Any
+            Setting name -> new value.
+
+        Returns
+        -------
+        Settings
+
+        Raises
+        ------
+        InvalidRequest
+            An unknown setting, an old assumption keyword (the message names the profile
+            setting to use), or a value the class refuses.
+        """
         reject_moved_settings(changes)
         unknown = sorted(set(changes) - self.field_names())
         if unknown:
@@ -193,6 +254,7 @@ class Settings:
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
+        """The names of every setting (the keywords of the constructor)."""
         return frozenset(f.name for f in dataclasses.fields(cls))
 
     @classmethod
@@ -205,6 +267,24 @@ class Settings:
         http://127.0.0.1:8765), ``sandbox`` or ``production``. We know no built-in address
         of the service's environments, so those two require TOOLKIT_BASE_URL; with neither
         TOOLKIT_ENV nor TOOLKIT_BASE_URL set, InvalidRequest names the variables to set.
+
+        Parameters
+        ----------
+        environ : mapping of str to str, optional
+            The variables to read (default: ``os.environ``).
+        **overrides : Any
+            Settings by name; a value given (not empty) wins over its variable.
+
+        Returns
+        -------
+        Settings
+
+        Raises
+        ------
+        InvalidRequest
+            No service configured, an unknown TOOLKIT_ENV, sandbox or production without
+            TOOLKIT_BASE_URL or TOOLKIT_WS_URL, an unknown setting or old assumption
+            keyword, a profile file that cannot be read, or a value the class refuses.
         """
         env = os.environ if environ is None else environ
         reject_moved_settings(overrides)

@@ -68,7 +68,24 @@ class Row:
     or, for a check that is not one (``check: limit routes``), a label. ``observed`` is
     what the service showed (None: not observed); ``value`` what the profile should hold
     (the assumed value when what was seen is compatible with it, or when nothing was
-    observed, unless the service was seen to refuse the assumed value)."""
+    observed, unless the service was seen to refuse the assumed value).
+
+    Attributes
+    ----------
+    setting : str
+        The profile setting (``section.field``), or ``check: <label>`` for a check.
+    assumed : Any
+        The profile's value of the setting (None for a check).
+    observed : Any
+        What the service showed, secrets redacted; None: not observed.
+    status : {"match", "differs", "unknown"}
+        Whether ``observed`` agrees with ``assumed``; ``unknown``: not observed (for a
+        check: it could not be made).
+    value : Any, optional
+        What the profile should hold (None for a check).
+    note : str, default ""
+        How it was observed, or why it was not; secrets redacted.
+    """
 
     setting: str
     assumed: Any
@@ -79,6 +96,7 @@ class Row:
 
     @property
     def is_setting(self) -> bool:
+        """True for a profile setting, False for a check (``check: ...``)."""
         return not self.setting.startswith("check:")
 
     @property
@@ -95,7 +113,19 @@ class Row:
 class Diagnosis:
     """What ``toolkit doctor`` / ``tk.diagnose(client)`` found: one :class:`Row` per profile
     setting (in profile order, then the checks), the profile the client assumed, and
-    ``profile()``: the profile observed (assumed values where nothing was observed)."""
+    ``profile()``: the profile observed (assumed values where nothing was observed).
+
+    ``diagnosis["rest.auth_header"]`` is the row of a setting, and iterating gives the rows.
+
+    Attributes
+    ----------
+    assumed : ServiceProfile
+        The profile the check was made against.
+    rows : list of Row, optional
+        One row per profile setting, in profile order, then one per check (default: none).
+    target : str, default ""
+        The service's base URL, credentials redacted (empty: not said).
+    """
 
     assumed: ServiceProfile
     rows: list[Row] = field(default_factory=list)
@@ -111,6 +141,18 @@ class Diagnosis:
         raise KeyError(setting)
 
     def with_status(self, status: Status) -> list[Row]:
+        """The rows, checks included, that have ``status``.
+
+        Parameters
+        ----------
+        status : {"match", "differs", "unknown"}
+            The status to select.
+
+        Returns
+        -------
+        list of Row
+            In the diagnosis' order.
+        """
         return [r for r in self.rows if r.status == status]
 
     @property
@@ -126,7 +168,18 @@ class Diagnosis:
     def profile(self, name: str | None = None) -> ServiceProfile:
         """The observed profile: every differing setting changed to what was seen, and
         every unknown one whose assumed value the service refused changed to the safe
-        value its note names."""
+        value its note names.
+
+        Parameters
+        ----------
+        name : str, optional
+            The new profile's name (default: the assumed profile's name + ``-observed``).
+
+        Returns
+        -------
+        ServiceProfile
+            Ready for :func:`~toolkit.profile.dump_profile` (with :meth:`comments`).
+        """
         changes = {
             r.setting: r.value
             for r in self.rows
@@ -158,6 +211,8 @@ class Diagnosis:
         ]
 
     def summary(self) -> str:
+        """One line: the service's address and how many rows (checks included) match,
+        differ and are unknown."""
         counts = {s: len(self.with_status(s)) for s in ("match", "differs", "unknown")}
         where = f" at {self.target}" if self.target else ""
         return (
@@ -166,7 +221,19 @@ class Diagnosis:
         )
 
     def to_text(self, width: int = 48) -> str:
-        """A plain-text table: setting, assumed, observed, status, line to change / note."""
+        """A plain-text table: setting, assumed, observed, status, line to change / note.
+
+        Parameters
+        ----------
+        width : int, default 48
+            Longest cell; a longer one is cut to ``width`` characters, ending in
+            ``...``.
+
+        Returns
+        -------
+        str
+            The table, a blank line and the :meth:`summary`.
+        """
         head = ("setting", "assumed", "observed", "status", "change / note")
         rows = [head, *(tuple(_clip(c, width) for c in cells) for cells in self._cells())]
         widths = [max(len(r[i]) for r in rows) for i in range(4)]

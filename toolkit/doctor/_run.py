@@ -66,7 +66,37 @@ async def adiagnose(
 
     ``payload_timeout``: seconds to wait for the first payload of each channel (a quiet
     channel leaves its payload settings unknown). Tokens and secrets never appear in the
-    result."""
+    result.
+
+    Each step (sign-in, REST identity, listing, list items, fetchOrder, WebSocket) runs
+    on its own: one that fails leaves its settings unknown and adds a ``check:`` row
+    saying why, and the others still run.
+
+    Parameters
+    ----------
+    client : Client
+        Where the service is (``base_url``, ``ws_url``) and the API key and secret to
+        sign in with; the doctor makes its own connections.
+    profile : ServiceProfile, optional
+        The profile to check (default: ``client.profile``).
+    payload_timeout : float, default 10.0
+        Seconds to wait for the first payload of each channel.
+    timeout : float, optional
+        Seconds for each HTTP request, for opening the WebSocket and for each of its
+        answers (default: ``client.settings.timeout``).
+
+    Returns
+    -------
+    Diagnosis
+        One row per profile setting, then the checks.
+
+    Raises
+    ------
+    InvalidRequest
+        The client has no API key or secret (nothing is sent).
+    TransportError
+        The service does not answer the sign-in at all.
+    """
     s = client.settings
     if not s.api_key or not s.api_secret:
         raise InvalidRequest(
@@ -113,7 +143,46 @@ def diagnose(
     payload_timeout: float = 10.0,
     timeout: float | None = None,
 ) -> Diagnosis:
-    """The sync twin of :func:`adiagnose` (works in a script and inside Jupyter)."""
+    """The sync twin of :func:`adiagnose` (works in a script and inside Jupyter).
+
+    Check the live service behind ``client`` against ``profile``, read-only: sign-in
+    POSTs, GETs of the listing and fetchOrder, and a WebSocket that subscribes and
+    unsubscribes. It never creates or cancels an order, and tokens and secrets never
+    appear in the result.
+
+    Parameters
+    ----------
+    client : Client
+        Where the service is (``base_url``, ``ws_url``) and the API key and secret to
+        sign in with; the doctor makes its own connections.
+    profile : ServiceProfile, optional
+        The profile to check (default: ``client.profile``).
+    payload_timeout : float, default 10.0
+        Seconds to wait for the first payload of each channel (a quiet channel leaves its
+        payload settings unknown).
+    timeout : float, optional
+        Seconds for each HTTP request, for opening the WebSocket and for each of its
+        answers (default: ``client.settings.timeout``).
+
+    Returns
+    -------
+    Diagnosis
+        One row per profile setting, then the checks; ``print`` it for the table,
+        ``.profile()`` for the profile observed.
+
+    Raises
+    ------
+    InvalidRequest
+        The client has no API key or secret (nothing is sent).
+    TransportError
+        The service does not answer the sign-in at all.
+
+    Examples
+    --------
+    >>> diagnosis = tk.diagnose(client)  # doctest: +SKIP
+    >>> diagnosis.differs  # the settings to change  # doctest: +SKIP
+    >>> diagnosis.profile().dump("profiles/real.toml")  # doctest: +SKIP
+    """
     from toolkit.client._sync import run_sync
 
     return run_sync(

@@ -9,179 +9,13 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from toolkit.errors import InvalidRequest
-
-TimeUnit = Literal["auto", "s", "ms"]
+from toolkit.profile._sections import Listing, Orders, Payloads, Rest, Signin, Stream
 
 _LIMIT = ("OPEN", "TRIGGERED", "PROCESSING", "CANCELLING", "EXECUTED", "CLOSED")
 _LIMIT_ALL = (*_LIMIT, "EXPIRED", "CANCELLED", "REJECTED")
-
-
-@dataclass(frozen=True)
-class Signin:
-    """``POST`` sign-in that yields the operational token (spec 4.4, 5.1: shape not shown)."""
-
-    #: route of the sign-in
-    path: str = "/auth/signin"
-    #: request body field that carries the API key
-    key_field: str = "apiKey"
-    #: request body field that carries the API secret
-    secret_field: str = "apiSecret"
-    #: response field of the token (dotted path for a nested one, e.g. ``data.token``)
-    token_field: str = "token"
-    #: response field of the token's expiry
-    expiry_field: str = "expiresAt"
-    #: ``absolute``: the field is a moment (Unix time); ``ttl``: seconds/ms to live
-    expiry_kind: Literal["absolute", "ttl"] = "absolute"
-    #: unit of the expiry field; ``auto``: a moment by magnitude, a time to live by the
-    #: field's name (``ttlMs``), else seconds unless longer than 30 days
-    expiry_unit: TimeUnit = "auto"
-    #: HTTP statuses of the sign-in that mean "bad API key or secret"
-    bad_credentials_statuses: tuple[int, ...] = (401,)
-
-
-@dataclass(frozen=True)
-class Rest:
-    """How REST requests carry identity, and the routes whose shapes are not shown."""
-
-    #: header that carries the token
-    auth_header: str = "Authorization"
-    #: prefix of that header's value; empty for the bare token
-    auth_scheme: str = "Bearer"
-    #: route of one order (spec 4.4)
-    fetch_order_path: str = "/orders/fetchOrder"
-    #: its query parameter
-    fetch_order_param: str = "orderId"
-    #: list (GET) and create (POST) of limit orders
-    limit_orders_path: str = "/orders/limit/orders"
-    #: cancel one (PATCH); ``{order_id}`` is replaced by the escaped id
-    cancel_path: str = "/orders/limit/orders/{order_id}/cancel"
-    #: where ``profileId`` travels on cancel (spec 4.3: not shown)
-    cancel_profile_in: Literal["body", "query"] = "body"
-    #: success status of an accepted cancel (the client accepts any 2xx)
-    cancel_status: int = 202
-    #: batch cancel (POST): route
-    batch_cancel_path: str = "/orders/limit/orders/cancel"
-    #: batch cancel: request body field of the id list
-    batch_ids_field: str = "orderIds"
-    #: ids per batch-cancel request
-    batch_cancel_max: int = 100
-    #: field of the human-readable text in error bodies (the client never needs it)
-    error_message_field: str = "message"
-
-
-@dataclass(frozen=True)
-class Listing:
-    """``GET /orders/limit/orders``: page size and the nine list-item fields (spec 2.5, 8)."""
-
-    #: page size asked for when none is given, and the smallest and largest the listing
-    #: accepts (spec 4.2: a size out of bounds is a 400)
-    page_default: int = 50
-    page_min: int = 1
-    page_max: int = 100
-    #: the item fields, by meaning; dotted paths reach nested fields
-    id_field: str = "id"
-    symbol_field: str = "symbol"
-    side_field: str = "side"
-    type_field: str = "type"
-    status_field: str = "status"
-    limit_price_field: str = "limitPrice"
-    expires_at_field: str = "expiresAt"
-    created_at_field: str = "createdAt"
-    updated_at_field: str = "updatedAt"
-    #: members of the filter shortcuts (spec 4.2: not shown)
-    active_statuses: tuple[str, ...] = ("OPEN", "TRIGGERED", "PROCESSING")
-    finalized_statuses: tuple[str, ...] = (
-        "CANCELLING",
-        "EXECUTED",
-        "CLOSED",
-        "EXPIRED",
-        "CANCELLED",
-        "REJECTED",
-    )
-
-
-@dataclass(frozen=True)
-class Orders:
-    """Order bodies (fetchOrder and watchOrders share them, spec 2.4)."""
-
-    #: unit of every Unix timestamp; ``auto`` infers s vs ms per value by magnitude
-    timestamp_unit: TimeUnit = "auto"
-    #: case of limit statuses in payloads (market ones are lowercase, spec 3.1): ``mixed`` =
-    #: upper except ``closed``; ``upper`` = all upper; ``lower`` = all lower
-    status_case: Literal["mixed", "upper", "lower"] = "mixed"
-    #: ``evaluatedTickers`` element fields (spec 2.4: structure not shown)
-    quote_venue_field: str = "exchange"
-    quote_price_field: str = "price"
-    quote_time_field: str = "quotedAt"
-    quote_reason_field: str = "reason"
-
-
-@dataclass(frozen=True)
-class Stream:
-    """The WebSocket: refusal, keep-alive, limits, confirmations, which events exist."""
-
-    #: HTTP statuses before the upgrade that mean "token refused"
-    refusal_http_statuses: tuple[int, ...] = (401, 403)
-    #: close codes after the upgrade that mean "token refused"
-    refusal_close_codes: tuple[int, ...] = (1008, 4001, 4003, 4401, 4403)
-    #: how this service refuses (the simulator uses it; the client accepts both kinds)
-    refusal_kind: Literal["http", "close"] = "http"
-    #: keep-alive action as sent; empty: the service has none (the client then relies on
-    #: data and WebSocket pings to stay within the idle limit)
-    keepalive_action: str = "ping"
-    #: field/value that recognise the keep-alive reply (``message`` == ``pong``)
-    keepalive_reply_field: str = "message"
-    keepalive_reply_value: str = "pong"
-    #: seconds between keep-alives; must stay below the idle limit
-    keepalive_interval_s: float = 60.0
-    #: connection limits (spec 8: values not shown)
-    max_duration_s: float = 7200.0
-    idle_limit_s: float = 600.0
-    #: confirmation texts; ``{channel}`` and ``{symbol}`` are lowercase, symbol without slash.
-    #: The one with a symbol is fixed by spec 2.2; the others are not shown.
-    subscribed_text: str = "Successfully subscribed to channel: {channel}#{symbol}"
-    subscribed_text_no_symbol: str = "Successfully subscribed to channel: {channel}"
-    unsubscribed_text: str = "Successfully unsubscribed from channel: {channel}#{symbol}"
-    unsubscribed_text_no_symbol: str = "Successfully unsubscribed from channel: {channel}"
-    #: which limit-order events watchOrders publishes (spec 6 contradiction)
-    limit_events: Literal["all", "outcome_only"] = "all"
-    #: type of ``onlyPriority`` on watchTickers (spec 4.1: not shown)
-    only_priority_type: Literal["bool", "int", "str"] = "bool"
-
-
-@dataclass(frozen=True)
-class Payloads:
-    """Where the fields of the watchTicker, watchTickers and watchBalance payloads are
-    (spec 6: not shown). Dotted paths reach nested fields; an empty list path means the
-    payload itself is the list."""
-
-    #: pair of a watchTicker payload
-    ticker_symbol: str = "symbol"
-    #: best bid of a ticker
-    ticker_bid: str = "bid"
-    #: best ask of a ticker
-    ticker_ask: str = "ask"
-    #: last traded price of a ticker
-    ticker_last: str = "last"
-    #: time of a ticker (Unix, ``orders.timestamp_unit``)
-    ticker_time: str = "timestamp"
-    #: the list of tickers in a watchTickers payload (empty: the payload is the list)
-    tickers_list: str = "tickers"
-    #: the list of balances in a watchBalance payload (empty: the payload is the list)
-    balance_list: str = "balances"
-    #: asset of one balance
-    balance_asset: str = "asset"
-    #: amount free to trade
-    balance_free: str = "free"
-    #: amount held by open orders
-    balance_locked: str = "locked"
-    #: free + locked
-    balance_total: str = "total"
-    #: time of a balance (Unix, ``orders.timestamp_unit``)
-    balance_time: str = "timestamp"
 
 
 SECTIONS: dict[str, type] = {
@@ -206,6 +40,33 @@ class ServiceProfile:
 
     Sections: ``signin``, ``rest``, ``listing``, ``orders``, ``stream``, ``payloads``; the
     fields of each are documented on their classes and in ``profiles/default.toml``.
+
+    Parameters
+    ----------
+    name : str, default "default"
+        The profile's name, written with it to TOML.
+    signin : Signin, optional
+        The sign-in (default: ``Signin()``).
+    rest : Rest, optional
+        Identity header and routes (default: ``Rest()``).
+    listing : Listing, optional
+        Page bounds, list-item fields and filter shortcuts (default: ``Listing()``).
+    orders : Orders, optional
+        Order bodies (default: ``Orders()``).
+    stream : Stream, optional
+        The WebSocket (default: ``Stream()``).
+    payloads : Payloads, optional
+        Ticker and balance payloads (default: ``Payloads()``).
+
+    Raises
+    ------
+    InvalidRequest
+        A setting outside its choices, page bounds that do not hold
+        ``1 <= page_min <= page_default <= page_max``, a listing status that is no limit
+        status, a route that is not an absolute path without query, a ``cancel_path``
+        whose only ``{...}`` field is not ``{order_id}``, a confirmation text without its
+        ``{channel}``/``{symbol}`` fields, a keep-alive interval not below the idle limit,
+        or an empty setting that must have a value; the message names the setting.
     """
 
     name: str = "default"
@@ -223,20 +84,73 @@ class ServiceProfile:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ServiceProfile:
-        """The profile in a TOML file (see ``profiles/default.toml``)."""
+        """The profile in a TOML file (see ``profiles/default.toml``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The TOML file; settings it leaves out keep their defaults.
+
+        Returns
+        -------
+        ServiceProfile
+
+        Raises
+        ------
+        InvalidRequest
+            The file is missing, unreadable or not TOML, or a setting is unknown, of the
+            wrong type or refused by the checks (see the class); the message names the
+            setting, and the file unless a check refused the value.
+        """
         from toolkit.profile._toml import load_profile
 
         return load_profile(path)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceProfile:
-        """The profile of the TOML file named by ``TOOLKIT_PROFILE``, or the default."""
+        """The profile of the TOML file named by ``TOOLKIT_PROFILE``, or the default.
+
+        Parameters
+        ----------
+        environ : mapping of str to str, optional
+            The variables to read (default: ``os.environ``).
+
+        Returns
+        -------
+        ServiceProfile
+            ``DEFAULT_PROFILE`` when ``TOOLKIT_PROFILE`` is unset or empty.
+
+        Raises
+        ------
+        InvalidRequest
+            As ``load``, for the file the variable names.
+        """
         from toolkit.profile._toml import profile_from_env
 
         return profile_from_env(environ)
 
     def dump(self, path: str | os.PathLike[str]) -> Path:
-        """Write this profile as TOML, whole or not at all."""
+        """Write this profile as TOML, whole or not at all.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (replaced if it exists).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        InvalidRequest
+            ``path`` is empty or a directory, or a value cannot be written as TOML that
+            reads back the same (a number that is not finite, a lone surrogate); nothing
+            is written then.
+        OSError
+            The file cannot be written (its folder missing, no permission).
+        """
         from toolkit.profile._toml import dump_profile
 
         return dump_profile(self, path)
@@ -252,7 +166,27 @@ class ServiceProfile:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "profile") -> ServiceProfile:
         """A profile from nested tables (as TOML gives); unknown names are errors, missing
-        ones keep the default."""
+        ones keep the default.
+
+        Parameters
+        ----------
+        data : mapping of str to Any
+            ``name`` and one table per section, e.g. ``{"rest": {"auth_scheme": "Token"}}``;
+            lists are accepted for tuples, integers for floats.
+        source : str, default "profile"
+            Where ``data`` came from (a file name), to start each error message.
+
+        Returns
+        -------
+        ServiceProfile
+
+        Raises
+        ------
+        InvalidRequest
+            An unknown section or setting, a section that is not a table, a value of the
+            wrong type, a ``name`` that is not a string, or a profile the checks refuse
+            (see the class).
+        """
         unknown = sorted(set(data) - {"name", *SECTIONS})
         if unknown:
             raise InvalidRequest(
@@ -279,7 +213,27 @@ class ServiceProfile:
         return out
 
     def replace(self, changes: Mapping[str, Any] | None = None, **kw: Any) -> ServiceProfile:
-        """A copy with dotted changes applied: ``replace({"rest.auth_scheme": "Token"})``."""
+        """A copy with dotted changes applied: ``replace({"rest.auth_scheme": "Token"})``.
+
+        Parameters
+        ----------
+        changes : mapping of str to Any, optional
+            Dotted setting (``section.field``, or ``name``) -> new value.
+        **kw : Any
+            More changes by keyword, applied after ``changes``; as dotted names are no
+            keywords, in practice ``name=``.
+
+        Returns
+        -------
+        ServiceProfile
+            A new profile; this one is unchanged.
+
+        Raises
+        ------
+        InvalidRequest
+            A name that is not ``section.field`` of a known section, an unknown field, a
+            value of the wrong type, or a profile the checks refuse.
+        """
         data = self.to_dict()
         for dotted, value in {**(changes or {}), **kw}.items():
             if dotted == "name":
@@ -303,14 +257,42 @@ class ServiceProfile:
         return out
 
     def get(self, dotted: str) -> Any:
-        """The value of one setting by its dotted name."""
+        """The value of one setting by its dotted name.
+
+        Parameters
+        ----------
+        dotted : str
+            ``section.field``, e.g. ``"rest.fetch_order_param"``.
+
+        Returns
+        -------
+        Any
+
+        Raises
+        ------
+        KeyError
+            The section is unknown.
+        AttributeError
+            The section has no such field.
+        """
         section, _, name = dotted.partition(".")
         if section not in SECTIONS:
             raise KeyError(dotted)
         return getattr(getattr(self, section), name)
 
     def diff(self, other: ServiceProfile) -> list[tuple[str, Any, Any]]:
-        """(setting, this value, other value) for every setting that differs."""
+        """(setting, this value, other value) for every setting that differs.
+
+        Parameters
+        ----------
+        other : ServiceProfile
+            The profile to compare with (the ``name`` is not compared).
+
+        Returns
+        -------
+        list of (str, Any, Any)
+            In declaration order; empty when every setting is the same.
+        """
         theirs = dict(other.settings())
         return [(k, v, theirs[k]) for k, v in self.settings() if theirs[k] != v]
 

@@ -11,7 +11,22 @@ _MISSING: Any = object()
 
 def get_path(payload: Any, path: str, default: Any = None) -> Any:
     """``payload["a"]["b"]`` for ``path`` "a.b"; ``default`` when any step is missing. An
-    empty path is the payload itself."""
+    empty path is the payload itself.
+
+    Parameters
+    ----------
+    payload : Any
+        A decoded JSON value; only mappings are stepped into.
+    path : str
+        A profile field: names joined by dots.
+    default : Any, optional
+        What a missing step gives (default: None).
+
+    Returns
+    -------
+    Any
+        The value at ``path`` (None when the payload holds null there), or ``default``.
+    """
     if not path:
         return payload
     value = payload
@@ -24,7 +39,18 @@ def get_path(payload: Any, path: str, default: Any = None) -> Any:
 
 def set_path(target: dict[str, Any], path: str, value: Any) -> None:
     """``target["a"]["b"] = value`` for ``path`` "a.b", making the inner objects (how a
-    profile's dotted field is written: the sign-in body, the simulator's payloads)."""
+    profile's dotted field is written: the sign-in body, the simulator's payloads).
+
+    Parameters
+    ----------
+    target : dict of str to Any
+        The object to change, in place.
+    path : str
+        A profile field: names joined by dots.
+    value : Any
+        The value to put there. An inner step that holds something other than a dict is
+        replaced by a new dict.
+    """
     *outer, last = path.split(".")
     node = target
     for step in outer:
@@ -36,6 +62,19 @@ def set_path(target: dict[str, Any], path: str, value: Any) -> None:
 
 
 def has_path(payload: Any, path: str) -> bool:
+    """Whether ``payload`` holds a value (null included) at ``path``.
+
+    Parameters
+    ----------
+    payload : Any
+        A decoded JSON value; only mappings are stepped into.
+    path : str
+        A profile field: names joined by dots; an empty path is the payload itself.
+
+    Returns
+    -------
+    bool
+    """
     return get_path(payload, path, _MISSING) is not _MISSING
 
 
@@ -44,7 +83,22 @@ ID_CANDIDATES: tuple[str, ...] = ("id", "orderId", "order_id", "orderID", "uuid"
 
 
 def find_field(payload: Mapping[str, Any], preferred: str, candidates: Sequence[str]) -> str | None:
-    """``preferred`` when the payload has it, else the first of ``candidates`` it has."""
+    """``preferred`` when the payload has it, else the first of ``candidates`` it has.
+
+    Parameters
+    ----------
+    payload : mapping of str to Any
+        A decoded JSON object (an order, a list item).
+    preferred : str
+        The profile's field (a dotted path).
+    candidates : sequence of str
+        Usual names to try in order, each a top-level key (e.g. :data:`ID_CANDIDATES`).
+
+    Returns
+    -------
+    str or None
+        The field found, None when the payload has none of them.
+    """
     if has_path(payload, preferred):
         return preferred
     for name in candidates:

@@ -15,7 +15,23 @@ from toolkit.profile._model import DEFAULT_PROFILE, ServiceProfile
 
 
 def load_profile(path: str | os.PathLike[str]) -> ServiceProfile:
-    """The profile in the TOML file at ``path``; errors name the file and the setting."""
+    """The profile in the TOML file at ``path``; errors name the file and the setting.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The TOML file; settings it leaves out keep their defaults.
+
+    Returns
+    -------
+    ServiceProfile
+
+    Raises
+    ------
+    InvalidRequest
+        The file is missing, unreadable or not TOML, or a setting is unknown, of the wrong
+        type or refused by the profile's checks.
+    """
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -29,7 +45,23 @@ def load_profile(path: str | os.PathLike[str]) -> ServiceProfile:
 
 
 def profile_from_env(environ: Mapping[str, str] | None = None) -> ServiceProfile:
-    """The profile named by ``TOOLKIT_PROFILE`` (a TOML path), or the default."""
+    """The profile named by ``TOOLKIT_PROFILE`` (a TOML path), or the default.
+
+    Parameters
+    ----------
+    environ : mapping of str to str, optional
+        The variables to read (default: ``os.environ``).
+
+    Returns
+    -------
+    ServiceProfile
+        ``DEFAULT_PROFILE`` when ``TOOLKIT_PROFILE`` is unset or empty.
+
+    Raises
+    ------
+    InvalidRequest
+        As :func:`load_profile`, for the file the variable names.
+    """
     env = os.environ if environ is None else environ
     path = env.get("TOOLKIT_PROFILE")
     return load_profile(path) if path else DEFAULT_PROFILE
@@ -102,6 +134,25 @@ def dumps_profile(profile: ServiceProfile, *, comments: Mapping[str, str] | None
 
     Strings are escaped as TOML requires (control characters and DEL as ``\\uXXXX``);
     control characters in a comment are shown as ``\\uXXXX`` text.
+
+    Parameters
+    ----------
+    profile : ServiceProfile
+        The profile to write, every setting included.
+    comments : mapping of str to str, optional
+        Dotted setting -> a note, written as ``#`` lines above it (one per line of the
+        note).
+
+    Returns
+    -------
+    str
+        The TOML text: ``name``, then one table per section.
+
+    Raises
+    ------
+    InvalidRequest
+        A value TOML cannot hold: a number that is not finite, a string with a lone
+        surrogate, a value of a type no setting has.
     """
     data = profile.to_dict()
     lines = [f"name = {_value(data.pop('name'), 'name')}"]
@@ -123,7 +174,31 @@ def dump_profile(
 ) -> Path:
     """Write ``profile`` to ``path`` whole or not at all (temporary file, fsync, rename).
     The text is read back before the rename: a file :func:`load_profile` would refuse is
-    never written (InvalidRequest instead)."""
+    never written (InvalidRequest instead).
+
+    Parameters
+    ----------
+    profile : ServiceProfile
+        The profile to write.
+    path : str or os.PathLike
+        The file to write (replaced if it exists).
+    comments : mapping of str to str, optional
+        Dotted setting -> a note, as for :func:`dumps_profile`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    InvalidRequest
+        ``path`` is empty or a directory, a value cannot be written (as for
+        :func:`dumps_profile`), or the text would not read back as the same profile;
+        nothing is written then.
+    OSError
+        The file cannot be written (its folder missing, no permission).
+    """
     target = Path(path)
     if not str(path).strip() or target.is_dir():
         raise InvalidRequest(f"profile path must name a file, not {str(path)!r}")
