@@ -354,3 +354,39 @@ def test_a_misplaced_or_malformed_profile_record_is_bad_bytes_never_a_silent_rel
     files = convert_segment(out, seg.path, profile=DEFAULT_PROFILE)
     assert len(files) == 1 and pq.read_table(files[0]).num_rows == 1
     assert (tmp_path / "s.wal.corrupt").exists() and not seg.path.exists()
+
+
+def test_a_recording_names_the_account_it_was_made_with_never_the_key(tmp_path: Path) -> None:
+    """Every file (and every write-ahead segment, so a crash's leftovers too) names the
+    service and a fingerprint of the API key: an order store can tell its own account's
+    recordings from another's. The key itself never appears."""
+    from toolkit.client._identity import account_of
+    from toolkit.client._settings import Settings
+    from toolkit.recording._rows import account_from_metadata
+
+    class Client:
+        profile = ALT
+        settings = Settings(base_url="http://127.0.0.1:9", api_key="key-1234567890")
+
+    account = account_of(Client())
+    assert account == {"base_url": "http://127.0.0.1:9", "api_key": account["api_key"]}  # type: ignore[index]
+    assert str(account["api_key"]).startswith("sha256:")  # type: ignore[index]
+    recorder = Recorder(Client(), tmp_path)
+    writer = recorder.writer
+    writer.open()
+    writer.add_raw(json.dumps(alt_messages()[0]), T0, "c1", 1)
+    writer.flush()
+    segment = writer._segment
+    assert segment is not None
+    os.close(segment.fileno())  # killed: its leftovers are converted by the next writer
+    writer._unlock()
+    with RecordingWriter(tmp_path, profile=DEFAULT_PROFILE):
+        pass
+    files = sorted(tmp_path.glob("channel=*/date=*/*.parquet"))
+    assert files
+    for path in files:
+        metadata = pq.read_schema(path).metadata
+        assert account_from_metadata(metadata) == account
+        assert b"key-1234567890" not in b"".join(metadata.values())
+    # a client without settings (a fake, a replay) names none
+    assert account_of(object()) is None

@@ -24,6 +24,7 @@ from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucke
 from toolkit.recording._misses import Misses, count_row_misses, merge
 from toolkit.recording._raw import _BATCH_MARK, _decode_batches, tables_from_raw
 from toolkit.recording._rows import (
+    META_ACCOUNT,
     NS_PER_DAY,
     partition_dir,
     profile_from_metadata,
@@ -213,8 +214,13 @@ def convert_segment(
                     # the profile the segment was recorded under (its first record)
                     if rows or batches or files.opened:
                         raise ValueError("a profile record after the segment's first rows")
-                    profile = _segment_profile(decode_profile_record(payload), profile)
-                    files.schema = recording_schema().with_metadata(profile_metadata(profile))
+                    named = decode_profile_record(payload)
+                    profile = _segment_profile(named, profile)
+                    # the segment's own metadata (its profile, the account it was
+                    # recorded with), as its recorder would have written it
+                    files.schema = recording_schema().with_metadata(
+                        {**profile_metadata(profile), **_extra(named)}
+                    )
                     continue
                 if head == CHUNK_MARK:
                     decoded = [decode_chunk(payload)]
@@ -258,6 +264,12 @@ def _segment_profile(metadata: dict[bytes, bytes], fallback: ServiceProfile) -> 
         named.name,
     )
     return named
+
+
+def _extra(metadata: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """What a segment's metadata says besides its profile (the account it was recorded
+    with)."""
+    return {k: v for k, v in metadata.items() if k == META_ACCOUNT}
 
 
 def _dispose(path: Path, scan: RecordScan) -> None:

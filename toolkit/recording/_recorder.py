@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.client._identity import account_of
 from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
 from toolkit.recording._conversion import convert_segment
@@ -179,6 +180,9 @@ class Recorder:
             max_backlog_bytes=max_backlog_bytes,
             compression=compression,
             profile=self.profile,
+            # the files name the account they were recorded with (an order store takes
+            # the bodies of its own account's recordings without fetching them again)
+            account=account_of(client),
         )
         self._task: asyncio.Task[RecorderStats] | None = None
         self._session: Any = None

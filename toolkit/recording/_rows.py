@@ -82,6 +82,10 @@ def recording_schema() -> pa.Schema:
 META_PROFILE = b"toolkit.profile"
 META_PAYLOADS = b"toolkit.profile.payloads"
 META_ORDERS = b"toolkit.profile.orders"
+#: the account the recording was made with (``toolkit.client.account_of``: the service's
+#: address and a fingerprint of the API key, never the key): an order store takes the
+#: recorded bodies of a recording of its own account without fetching them again
+META_ACCOUNT = b"toolkit.account"
 
 
 def profile_of(client: Any, profile: ServiceProfile | None = None) -> ServiceProfile:
@@ -92,15 +96,32 @@ def profile_of(client: Any, profile: ServiceProfile | None = None) -> ServicePro
     return found if isinstance(found, ServiceProfile) else DEFAULT_PROFILE
 
 
-def profile_metadata(profile: ServiceProfile) -> dict[bytes, bytes]:
+def profile_metadata(
+    profile: ServiceProfile, account: Mapping[str, str | None] | None = None
+) -> dict[bytes, bytes]:
     """The key-value metadata that says which profile a file's columns were read under:
-    its name, and its ``payloads`` and ``orders`` sections as JSON."""
+    its name, and its ``payloads`` and ``orders`` sections as JSON; and, when known, the
+    ``account`` it was recorded with (:data:`META_ACCOUNT`)."""
     data = profile.to_dict()
-    return {
+    out = {
         META_PROFILE: profile.name.encode(),
         META_PAYLOADS: json.dumps(data["payloads"], sort_keys=True).encode(),
         META_ORDERS: json.dumps(data["orders"], sort_keys=True).encode(),
     }
+    if account is not None:
+        out[META_ACCOUNT] = json.dumps(dict(account), sort_keys=True).encode()
+    return out
+
+
+def account_from_metadata(metadata: Mapping[bytes, bytes] | None) -> dict[str, Any] | None:
+    """The account a file names (:data:`META_ACCOUNT`), or None (none, or unreadable)."""
+    if not metadata or META_ACCOUNT not in metadata:
+        return None
+    try:
+        account = json.loads(metadata[META_ACCOUNT])
+    except ValueError:
+        return None
+    return account if isinstance(account, dict) else None
 
 
 def profile_from_metadata(metadata: Mapping[bytes, bytes] | None) -> ServiceProfile | None:

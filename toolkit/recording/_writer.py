@@ -92,6 +92,7 @@ class RecordingWriter:
         compression: str = "zstd",
         clock_ns: Callable[[], int] = time.time_ns,
         profile: ServiceProfile = DEFAULT_PROFILE,
+        account: Mapping[str, str | None] | None = None,
     ) -> None:
         self.root = check_root(root)
         for name, value in (
@@ -106,7 +107,7 @@ class RecordingWriter:
         positive_seconds("rotate_interval", rotate_interval)
         #: where the columns are read from the payloads (named in every file's metadata)
         self.profile = profile
-        self._metadata = profile_metadata(profile)
+        self._metadata = profile_metadata(profile, account)
         self._header = profile_record(self._metadata)
         self.rotate_interval = rotate_interval
         self.rotate_bytes = rotate_bytes
