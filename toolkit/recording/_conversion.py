@@ -185,25 +185,62 @@ def convert_segment(
 
     The rows before a bad record are converted; a segment with bad bytes (not just a last
     record cut short by a crash) is then kept as ``<name>.wal.corrupt``, not deleted, and a
-    warning gives the number of bytes not converted."""
+    warning gives the number of bytes not converted. So is a segment with messages that
+    fail to convert (what they hold, not the disk): every other message is converted, and
+    the warning names the error. Only an ``OSError`` (or running out of memory) leaves the
+    segment as it was, for the next try, and is raised."""
     path = Path(segment)
     schema = recording_schema().with_metadata(profile_metadata(profile))
     files = _PartFiles(Path(root), path.stem, compression, schema)
-    rows: list[Row] = []
-    batches: list[Any] = []
+    items: list[Row | pa.RecordBatch] = []
     held = 0
     found: Misses = {}
+    failed = _Failed()
+
+    def build(group: list[Row | pa.RecordBatch]) -> Parts:
+        """The tables of a group of rows and raw batches; its misses go to ``found`` only
+        when it converts."""
+        import pyarrow as pa
+
+        counted: Misses = {}
+        rows = [item for item in group if isinstance(item, Row)]
+        batches = [item for item in group if not isinstance(item, Row)]
+        parts: Parts = {}
+        if rows:
+            count_row_misses(rows, profile, counted)
+            for key, bucket in bucket_rows(rows).items():
+                parts.setdefault(key, []).append(_table(bucket, files.schema, counted))
+        if batches:
+            for key, found_parts in tables_from_raw(batches, profile, counted).items():
+                parts.setdefault(key, []).extend(
+                    part if isinstance(part, pa.Table) else _table(part, files.schema, counted)
+                    for part in found_parts
+                )
+        merge(found, counted)
+        return parts
+
+    def convert(group: list[Row | pa.RecordBatch]) -> None:
+        """Convert a group; when it fails for what it holds, its halves, down to the
+        messages that fail, which are left out (the segment is then kept)."""
+        try:
+            parts = build(group)
+        except (OSError, MemoryError):
+            raise
+        except Exception as exc:  # what the messages hold, not the disk
+            halves = _halves(group)
+            if halves is None:
+                failed.note(group, exc)
+                return
+            for half in halves:
+                convert(half)
+            return
+        files.write(parts)
 
     def flush() -> None:
-        nonlocal batches, rows, held
-        if rows:
-            count_row_misses(rows, profile, found)
-            files.write({key: [bucket] for key, bucket in bucket_rows(rows).items()})
-            rows = []
-        if batches:
-            files.write(tables_from_raw(batches, profile, found))
-            batches = []
-        held = 0
+        nonlocal items, held
+        if items:
+            convert(items)
+        items, held = [], 0
 
     scan = RecordScan()
     try:
@@ -212,7 +249,7 @@ def convert_segment(
             try:
                 if head == PROFILE_MARK:
                     # the profile the segment was recorded under (its first record)
-                    if rows or batches or files.opened:
+                    if items or files.opened:
                         raise ValueError("a profile record after the segment's first rows")
                     named = decode_profile_record(payload)
                     profile = _segment_profile(named, profile)
@@ -223,30 +260,60 @@ def convert_segment(
                     )
                     continue
                 if head == CHUNK_MARK:
-                    decoded = [decode_chunk(payload)]
+                    decoded: list[Any] = [decode_chunk(payload)]
                 elif head == _BATCH_MARK:
                     decoded = list(_decode_batches(memoryview(payload)))
                 else:
-                    rows.append(decode_payload(payload))
-                    decoded = []
-                    held += 1
+                    decoded = [decode_payload(payload)]
             except ValueError:  # intact but malformed: as bad as a failed checksum
                 scan.torn = False
                 break
-            batches.extend(decoded)
-            held += sum(batch.num_rows for batch in decoded)
+            items.extend(decoded)
+            held += sum(1 if isinstance(d, Row) else d.num_rows for d in decoded)
             if held >= GROUP_ROWS:
                 flush()
         flush()
         written = files.commit()
-    except BaseException:
+    except BaseException as exc:
         files.abort()
+        if isinstance(exc, Exception) and not isinstance(exc, OSError | MemoryError):
+            # the last resort: never a segment that fails every start of a recorder
+            _keep(path, f"could not be converted ({type(exc).__name__}: {exc})")
+            return []
         raise
-    _dispose(path, scan)
+    _dispose(path, scan, failed)
     _release_memory()
     if misses is not None:
         merge(misses, found)
     return written
+
+
+@dataclass(slots=True)
+class _Failed:
+    """The messages of a segment that failed to convert, and the first error."""
+
+    messages: int = 0
+    error: Exception | None = None
+
+    def note(self, group: list[Row | pa.RecordBatch], exc: Exception) -> None:
+        self.messages += sum(1 if isinstance(i, Row) else i.num_rows for i in group)
+        if self.error is None:
+            self.error = exc
+
+
+def _halves(
+    group: list[Row | pa.RecordBatch],
+) -> tuple[list[Row | pa.RecordBatch], list[Row | pa.RecordBatch]] | None:
+    """``group`` cut in two (a lone raw batch cut between its messages), or None when it
+    is one message."""
+    if len(group) > 1:
+        middle = len(group) // 2
+        return group[:middle], group[middle:]
+    if group and not isinstance(group[0], Row) and group[0].num_rows > 1:
+        batch = group[0]
+        middle = batch.num_rows // 2
+        return [batch.slice(0, middle)], [batch.slice(middle)]
+    return None
 
 
 def _segment_profile(metadata: dict[bytes, bytes], fallback: ServiceProfile) -> ServiceProfile:
@@ -272,21 +339,23 @@ def _extra(metadata: dict[bytes, bytes]) -> dict[bytes, bytes]:
     return {k: v for k, v in metadata.items() if k == META_ACCOUNT}
 
 
-def _dispose(path: Path, scan: RecordScan) -> None:
-    """Delete a converted segment; keep one with bad bytes (renamed, never converted again),
-    warning how many bytes were not converted."""
+def _dispose(path: Path, scan: RecordScan, failed: _Failed) -> None:
+    """Delete a converted segment; keep one with bad bytes or messages that failed to
+    convert (renamed, never converted again), warning what was not converted."""
+    reasons = []
     if scan.ignored and not scan.torn:
-        kept = path.with_name(path.name + CORRUPT_SUFFIX)
-        os.replace(path, kept)
-        _log.warning(
-            "write-ahead segment %s has %d bytes that are not intact records (from byte %d "
-            "of %d): the rows before them are converted, the segment is kept as %s",
-            path,
-            scan.ignored,
-            scan.end,
-            scan.size,
-            kept.name,
+        reasons.append(
+            f"has {scan.ignored} bytes that are not intact records (from byte {scan.end} of "
+            f"{scan.size}): the rows before them are converted"
         )
+    if failed.messages:
+        error = f"{type(failed.error).__name__}: {failed.error}"
+        reasons.append(
+            f"has {failed.messages} messages that could not be converted ({error}): every "
+            "other message is converted"
+        )
+    if reasons:
+        _keep(path, "; ".join(reasons))
         return
     if scan.ignored:
         _log.warning(
@@ -296,6 +365,14 @@ def _dispose(path: Path, scan: RecordScan) -> None:
             scan.ignored,
         )
     path.unlink()
+
+
+def _keep(path: Path, reason: str) -> None:
+    """Keep a segment as ``<name>.wal.corrupt`` (recovery never reads it again), warning
+    why."""
+    kept = path.with_name(path.name + CORRUPT_SUFFIX)
+    os.replace(path, kept)
+    _log.warning("write-ahead segment %s %s, the segment is kept as %s", path, reason, kept.name)
 
 
 def _release_memory() -> None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolkit.recording._misses import Misses, escape_surrogates, valid_text
 from toolkit.recording._rows import NS_PER_DAY, partition_dir, recording_schema
 from toolkit.recording._wal import Row
 
@@ -41,12 +42,19 @@ def _date_of(ns: int, cache: dict[int, str]) -> str:
     return date
 
 
-def _table(rows: Sequence[Row], schema: pa.Schema) -> pa.Table:
+def _table(rows: Sequence[Row], schema: pa.Schema, misses: Misses | None = None) -> pa.Table:
+    """The table of ``rows``; a text that is not valid UTF-8 (a lone surrogate) is made
+    valid (``valid_text``, counted in ``misses``) rather than failing the whole table."""
     import pyarrow as pa
 
     # zip(*rows) transposes at C speed; pa.array converts each column in C
     columns = list(zip(*rows, strict=True))
-    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
+    arrays = []
+    for col, f in zip(columns, schema, strict=True):
+        try:
+            arrays.append(pa.array(col, type=f.type))
+        except UnicodeEncodeError:  # only then a Python pass over the column
+            arrays.append(pa.array(valid_text(f.name, col, misses), type=f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -85,7 +93,9 @@ Buckets = dict[tuple[str, int], list[Row]]
 
 
 def bucket_rows(rows: Iterable[Row], buckets: Buckets | None = None) -> Buckets:
-    """Rows grouped by (channel, UTC day): one Parquet file each."""
+    """Rows grouped by (channel, UTC day): one Parquet file each. A channel name that is
+    not valid text (a lone surrogate) has it written as its JSON escape, in the rows and
+    the partition alike."""
     out: Buckets = {} if buckets is None else buckets
     for row in rows:
         key = (row[3], row[0] // NS_PER_DAY)
@@ -93,6 +103,12 @@ def bucket_rows(rows: Iterable[Row], buckets: Buckets | None = None) -> Buckets:
         if bucket is None:
             out[key] = bucket = []
         bucket.append(row)
+    # checked once per bucket, not per row
+    for key in [k for k in out if not k[0].isascii()]:
+        channel = escape_surrogates(key[0])
+        if channel != key[0]:
+            moved = [row._replace(channel=channel) for row in out.pop(key)]
+            out.setdefault((channel, key[1]), []).extend(moved)
     return out
 
 

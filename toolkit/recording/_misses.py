@@ -3,6 +3,8 @@ where the columns are extracted (at conversion, never on the receiving path) and
 
 A miss is a mapped field absent from a payload (a field sent as null is the service
 saying it has no value), or a ticker without a symbol: the column it fills stays null.
+So is an extracted text that is not valid text (:func:`valid_text`), counted under
+``invalid_text.<column>``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ SETTINGS: dict[str, tuple[str, str]] = {
 }
 #: the channels whose payloads are read through ``payloads.*``
 CHANNELS = frozenset({"watchticker", "watchtickers", "watchbalance"})
+#: the count of the messages whose extracted text column was not valid text is kept
+#: under this prefix and the column's name (``invalid_text.symbol``)
+INVALID_TEXT = "invalid_text."
+#: the text columns read out of a message: a value that is not valid text is null there
+EXTRACTED_TEXT = frozenset({"symbol", "order_id", "status"})
 
 
 def _add(misses: Misses, setting: str) -> None:
@@ -109,8 +116,48 @@ def merge(into: Misses, more: Mapping[str, Any] | None) -> Misses:
     return into
 
 
+def valid_text(
+    column: str, values: Iterable[str | None], misses: Misses | None
+) -> list[str | None]:
+    """``values`` of a text ``column`` that Parquet can hold (valid UTF-8).
+
+    A lone surrogate (a ``"\\ud800"`` escape: legal JSON, decoded by ``json.loads``, but
+    no UTF-8 text) makes an extracted column's value (:data:`EXTRACTED_TEXT`) null, counted
+    in ``misses`` under ``invalid_text.<column>``: a value that is not the one sent is never
+    passed off as it, and ``raw`` keeps the message whole. In any other column (``raw``,
+    ``channel``, ``detail``, ...) each lone surrogate becomes its JSON escape, so a JSON
+    ``raw`` still decodes to the message as sent."""
+    out: list[str | None] = []
+    for value in values:
+        if value is None or value.isascii():
+            out.append(value)
+            continue
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            if column in EXTRACTED_TEXT:
+                if misses is not None:
+                    _add(misses, INVALID_TEXT + column)
+                out.append(None)
+                continue
+            value = escape_surrogates(value)
+        out.append(value)
+    return out
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its JSON escape (``\\ud800``)."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
 def miss_text(profile: ServiceProfile, setting: str, count: int) -> str:
     """What ``count`` misses of ``setting`` mean, naming the setting and its path."""
+    if setting.startswith(INVALID_TEXT):
+        column = setting[len(INVALID_TEXT) :]
+        return (
+            f"{count:,} messages have {column} text that is not valid UTF-8 (a lone "
+            f"surrogate escape such as \\ud800): their {column} is null"
+        )
     channel, column = SETTINGS.get(setting, ("data", "a column"))
     path = getattr(profile.payloads, setting.partition(".")[2], "?")
     return (
@@ -123,6 +170,8 @@ HINT = (
     "the raw JSON is kept: fix the profile's payloads.* settings (toolkit doctor shows the "
     "service's fields), then read it back with read_recording(..., profile=)"
 )
+#: the hint for an extracted text that is not valid text: no setting to fix
+INVALID_TEXT_HINT = "the raw JSON keeps the message as sent"
 
 
 def report_misses(
@@ -141,7 +190,8 @@ def report_misses(
     for setting, count in sorted(merge({}, misses).items()):
         text = miss_text(profile, setting, count)
         if setting not in known:
-            _log.warning("recording %s: %s; %s", root, text, HINT)
+            hint = INVALID_TEXT_HINT if setting.startswith(INVALID_TEXT) else HINT
+            _log.warning("recording %s: %s; %s", root, text, hint)
         known[setting] = known.get(setting, 0) + count
         detail = f"{text} (in one converted segment)"
         rows.append(
