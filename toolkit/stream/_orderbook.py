@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolkit.errors import InvalidResponse, OrderNotFound, ToolkitError
+from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, ToolkitError
 from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile, find_field, get_path
 from toolkit.protocol import ALL_LIMIT_STATUSES, to_epoch_ms
-from toolkit.stream._events import FINAL_STATUSES, OrderEvent, SessionEvent, order_event
+from toolkit.stream._book_inbox import BookInbox
+from toolkit.stream._events import FINAL_STATUSES, OrderEvent, order_event
 from toolkit.stream._ports import OrderSource
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,11 @@ def _epoch_ms(value: Any, unit: str) -> int:
         return to_epoch_ms(value, unit) or 0
     except (InvalidResponse, OverflowError, ValueError):
         return 0
+
+
+def _check_int(name: str, value: object, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidRequest(f"{name} must be an integer >= {least}, not {value!r}")
 
 
 def _progress(status: str) -> int:
@@ -121,7 +127,11 @@ class OrderBook:
     service that publishes only execution outcomes); ``reconcile`` re-reads every known
     order that is not final with fetchOrder and lists the ACTIVE limit orders to find
     the ones created meanwhile. Every change is emitted to listeners as an OrderEvent,
-    ``reconciled=True`` when it came from REST.
+    ``reconciled=True`` when it came from REST. Notifications keep being applied while a
+    reconcile waits on REST, except those of an order it re-reads, applied after its
+    answer (as notifications after a REST read); at most ``inbox_size`` wait to be
+    applied: one more is dropped, counted in ``dropped`` (the first drop logged as a
+    warning) and followed by another reconcile, since REST is the source of truth.
 
     ``history_per_order`` transitions are kept per order; at most ``history_limit``
     finished orders are kept (the oldest finished are forgotten first).
@@ -143,9 +153,11 @@ class OrderBook:
         reconcile_interval: float | Literal["auto"] | None = "auto",
         listing_slack_ms: int = 5_000,
         profile: ServiceProfile | None = None,
+        inbox_size: int = 10_000,
     ) -> None:
-        if history_limit < 0 or history_per_order < 1:
-            raise ValueError("history_limit must be >= 0 and history_per_order >= 1")
+        _check_int("history_limit", history_limit, 0)
+        _check_int("history_per_order", history_per_order, 1)
+        _check_int("inbox_size", inbox_size, 1)
         if profile is None:
             found = getattr(client, "profile", None)
             profile = found if isinstance(found, ServiceProfile) else DEFAULT_PROFILE
@@ -158,17 +170,24 @@ class OrderBook:
         self._history_per_order = history_per_order
         self._reconcile_interval: float | None = reconcile_interval
         self._listing_slack_ms = listing_slack_ms
+        self._inbox_size = inbox_size
         #: newest createdAt seen in the listing (server clock): where the next pass stops
         self._recent_mark: int | None = None
         self._orders: dict[str, OrderState] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._listeners: list[Callable[[OrderEvent], Any]] = []
         self._reconcile_lock = asyncio.Lock()
+        #: the orders the running reconcile re-reads: their notifications wait for it
+        self._reading: dict[str, None] | None = None
+        #: the inboxes of the running ``run`` calls
+        self._inboxes: list[BookInbox] = []
         #: completed reconciliations (tests and views wait on it)
         self.reconciles = 0
         self.ignored = 0
         self.refused = 0
-        #: kinds of refusal (and "tie") already logged as a warning
+        #: notifications dropped by ``run`` because ``inbox_size`` were waiting already
+        self.dropped = 0
+        #: kinds of refusal (and "tie", "drop") already logged as a warning
         self._refusals_said: set[str] = set()
 
     def __repr__(self) -> str:
@@ -332,6 +351,15 @@ class OrderBook:
         self._refusals_said.add(kind)
         _log.warning(text, *args)
 
+    def _drop(self, event: OrderEvent) -> None:
+        self.dropped += 1
+        text = (
+            "OrderBook dropped a %s of order %r (%s): %s notifications wait to be applied "
+            "already (inbox_size); a reconcile follows (the first drop; all are counted in "
+            ".dropped)"
+        )
+        self._say("drop", text, event, str(self._inbox_size))
+
     def _evict(self) -> None:
         while len(self._finished) > self._history_limit:
             order_id, _ = self._finished.popitem(last=False)
@@ -352,6 +380,9 @@ class OrderBook:
         Returns the changes (OrderEvents with ``reconciled=True``). An order that is gone
         (404) is left as it was; a listing that fails otherwise (a route not active yet,
         the network, a 5xx) is logged and skipped, and so is a fetchOrder that fails.
+        Under ``run``, the notifications of an order being re-read wait until the answers
+        are applied, then are applied as notifications after a REST read; the others are
+        applied meanwhile.
 
         Raises
         ------
@@ -365,39 +396,49 @@ class OrderBook:
             to_fetch: dict[str, None] = {
                 oid: None for oid, state in self._orders.items() if not state.final
             }
-            mismatch: InvalidResponse | None = None
+            self._reading = to_fetch  # filled further by the listings
             try:
-                async for item in client.aiter_limit_orders(status="ACTIVE"):
-                    self._consider(item, to_fetch)
-                await self._list_recent(client, to_fetch)
-            except InvalidResponse as exc:
-                mismatch = exc  # the profile or the contract: raised once known orders are read
-            except ToolkitError as exc:
-                # e.g. the route is not active yet (404): known orders are still re-read
-                _log.warning("reconcile: listing limit orders failed: %s", exc)
-            results = await asyncio.gather(
-                *(self._fetch(client, oid) for oid in to_fetch), return_exceptions=True
-            )
-            changes: list[OrderEvent] = []
-            for oid, result in zip(to_fetch, results, strict=True):
-                if isinstance(result, BaseException):
-                    if isinstance(result, asyncio.CancelledError):
-                        raise result
-                    if isinstance(result, InvalidResponse):
-                        mismatch = mismatch or result
-                    else:
-                        _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
-                    continue
-                if result is None:
-                    continue
-                event = self.apply(result, reconciled=True)
-                if event is not None:
-                    changes.append(event)
-            if mismatch is not None:
-                raise mismatch
-            self.reconciles += 1
-            _log.debug("reconcile: %d read, %d changed", len(to_fetch), len(changes))
-            return changes
+                return await self._read(client, to_fetch)
+            finally:
+                self._reading = None
+                for inbox in self._inboxes:
+                    inbox.release(self.apply)
+
+    async def _read(self, client: OrderSource, to_fetch: dict[str, None]) -> list[OrderEvent]:
+        """One pass of ``reconcile``: list, fetch ``to_fetch`` and apply the answers."""
+        mismatch: InvalidResponse | None = None
+        try:
+            async for item in client.aiter_limit_orders(status="ACTIVE"):
+                self._consider(item, to_fetch)
+            await self._list_recent(client, to_fetch)
+        except InvalidResponse as exc:
+            mismatch = exc  # the profile or the contract: raised once known orders are read
+        except ToolkitError as exc:
+            # e.g. the route is not active yet (404): known orders are still re-read
+            _log.warning("reconcile: listing limit orders failed: %s", exc)
+        results = await asyncio.gather(
+            *(self._fetch(client, oid) for oid in to_fetch), return_exceptions=True
+        )
+        changes: list[OrderEvent] = []
+        for oid, result in zip(to_fetch, results, strict=True):
+            if isinstance(result, BaseException):
+                if isinstance(result, asyncio.CancelledError):
+                    raise result
+                if isinstance(result, InvalidResponse):
+                    mismatch = mismatch or result
+                else:
+                    _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
+                continue
+            if result is None:
+                continue
+            event = self.apply(result, reconciled=True)
+            if event is not None:
+                changes.append(event)
+        if mismatch is not None:
+            raise mismatch
+        self.reconciles += 1
+        _log.debug("reconcile: %d read, %d changed", len(to_fetch), len(changes))
+        return changes
 
     def _consider(self, item: Mapping[str, Any], to_fetch: dict[str, None]) -> None:
         """Queue a listed order for fetchOrder unless the book already holds it final."""
@@ -454,9 +495,13 @@ class OrderBook:
 
         With no ``session``, opens ``client.stream()`` and closes it on exit. Subscribes
         ``watchOrders`` when the session has not, reconciles once at start and after every
-        gap. An error that ended the session is raised, and so is the ``InvalidResponse``
-        of a reconcile (REST answers that do not match the profile: the book would stay
-        empty or wrong; a view built on it shows the error).
+        gap. A reconcile runs beside the notifications, which keep being applied while it
+        waits on REST (those of the orders it re-reads once their answers are applied); a
+        reconcile asked for meanwhile (a gap, the timer, a notification dropped because
+        ``inbox_size`` were waiting) runs once it is done. An error that
+        ended the session is raised, and so is the ``InvalidResponse`` of a reconcile
+        (REST answers that do not match the profile: the book would stay empty or wrong;
+        a view built on it shows the error). Cancelling also cancels a running reconcile.
         """
         if session is None:
             async with self._require_client().stream() as own:
@@ -465,38 +510,48 @@ class OrderBook:
             await self._follow(session)
 
     async def _follow(self, session: StreamSession) -> None:
-        inbox: asyncio.Queue[OrderEvent | SessionEvent] = asyncio.Queue()
-
-        def take(event: object) -> None:
-            if isinstance(event, OrderEvent | SessionEvent):
-                inbox.put_nowait(event)
-
-        remove = session.add_callback(take)
+        inbox = BookInbox(self._inbox_size, self._drop)
+        loop = asyncio.get_running_loop()
+        running: asyncio.Task[list[OrderEvent]] | None = None
+        timer: asyncio.TimerHandle | None = None
+        remove = session.add_callback(inbox.take)
+        self._inboxes.append(inbox)
         try:
             if "watchorders" not in session.subscriptions:
                 await session.subscribe("watchOrders")
-            await self.reconcile()
-            loop = asyncio.get_running_loop()
-            next_at = loop.time() + self._reconcile_interval if self._reconcile_interval else None
+            inbox.reconcile_wanted = True  # the start's
             while True:
-                timeout = None if next_at is None else max(0.0, next_at - loop.time())
-                try:
-                    event = await asyncio.wait_for(inbox.get(), timeout)
-                except TimeoutError:
-                    await self.reconcile()
-                    assert self._reconcile_interval is not None
-                    next_at = loop.time() + self._reconcile_interval
-                    continue
-                if isinstance(event, OrderEvent):
-                    self.apply(event)
-                elif event.kind == "gap":
-                    await self.reconcile()
-                elif session.closed and inbox.empty():
+                inbox.wake.clear()
+                inbox.drain(self.apply, self._reading)
+                if running is not None and running.done():
+                    task, running = running, None
+                    task.result()  # its InvalidResponse ends the book
+                    if self._reconcile_interval is not None:
+                        timer = loop.call_later(self._reconcile_interval, inbox.ask_reconcile)
+                if running is None and inbox.reconcile_wanted:
+                    inbox.reconcile_wanted = False
+                    if timer is not None:
+                        timer.cancel()
+                        timer = None
+                    running = loop.create_task(self.reconcile())
+                    running.add_done_callback(lambda _: inbox.wake.set())
+                elif running is None and session.closed:
                     if session.error is not None:
                         raise session.error
                     return
+                await inbox.wake.wait()
         finally:
             remove()
+            if timer is not None:
+                timer.cancel()
+            try:
+                if running is not None and not running.done():
+                    running.cancel()  # it still applies what it held, as it unwinds
+                    await asyncio.wait((running,))
+                if running is not None and running.done() and not running.cancelled():
+                    running.exception()  # retrieved: the book ends with its own error
+            finally:
+                self._inboxes.remove(inbox)
 
     # -- views -------------------------------------------------------------------------
 

@@ -6,15 +6,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from typing import Any
 
 import ipywidgets as widgets
 import pandas as pd
 
+from toolkit.errors import InvalidRequest
 from toolkit.widgets._theme import status_html
 from toolkit.widgets._throttle import Clock, RepaintThrottle
 
 _log = logging.getLogger("toolkit.widgets")
+
+
+def check_int(name: str, value: object, least: int) -> int:
+    """``value`` when it is an integer >= ``least``, else InvalidRequest naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidRequest(f"{name} must be an integer >= {least}, not {value!r}")
+    return value
+
+
+def check_positive(name: str, value: object, what: str) -> float:
+    """``value`` as a float when it is a finite number > 0 (NaN and infinity are not), else
+    InvalidRequest naming ``name`` and saying ``what`` it counts."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise InvalidRequest(f"{name} must be a finite number > 0 ({what}), not {value!r}")
+    return float(value)
+
+
+def check_speed(speed: object) -> float | None:
+    """A replay pace: None (as fast as possible) or a finite number > 0."""
+    if speed is None:
+        return None
+    return check_positive("speed", speed, "times real time; None replays at once")
+
+
+def check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"{name} must be True or False, not {value!r}")
+    return value
 
 
 class LiveView:
@@ -22,6 +56,9 @@ class LiveView:
     ``_paint()`` (push dirty state into the widgets) and ``_dirty()``."""
 
     def __init__(self, *, max_hz: float, clock: Clock | None) -> None:
+        max_hz = check_positive("max_hz", max_hz, "repaints per second")
+        if clock is not None and not callable(clock):
+            raise InvalidRequest(f"clock must be None or a callable giving seconds, not {clock!r}")
         self._throttle = RepaintThrottle(max_hz, clock)
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None

@@ -12,8 +12,9 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
+from toolkit.errors import InvalidRequest
 from toolkit.stream._events import OrderEvent, SessionEvent
-from toolkit.widgets._base import LiveView
+from toolkit.widgets._base import LiveView, check_flag, check_int, check_speed
 from toolkit.widgets._order_format import (
     COLUMNS,
     FAILED_TONE,
@@ -73,15 +74,15 @@ class OrderStatusView(LiveView):
     client : Client, optional
         The client the Cancel button uses when ``source`` is not one.
     max_rows : int, default 20
-        Rows shown (the newest matching orders).
+        Rows shown (the newest matching orders), at least 1.
     history_limit : int, default 1000
-        Finished orders the book keeps.
+        Finished orders the book keeps (0: none). Not used when ``source`` is a book.
     status : str, default "ALL"
         Initial filter: ALL, ACTIVE, FINALIZED or one status (upper case).
     max_hz : float, default 10.0
-        Most repaints per second.
+        Most repaints per second (a finite number > 0).
     speed : float, optional
-        Replay pace (2.0 = twice real time); None replays at once.
+        Replay pace (2.0 = twice real time, a finite number > 0); None replays at once.
     clock : callable, optional
         Monotonic clock of the repaint throttle (tests pass a fake one).
     autostart : bool, default True
@@ -89,8 +90,9 @@ class OrderStatusView(LiveView):
 
     Raises
     ------
-    ValueError
-        When ``status`` is not a known filter.
+    InvalidRequest
+        When ``status`` is not a known filter, or another argument is out of range or of
+        the wrong type (the message names it); nothing is started then.
 
     Examples
     --------
@@ -112,11 +114,17 @@ class OrderStatusView(LiveView):
         clock: Clock | None = None,
         autostart: bool = True,
     ) -> None:
-        super().__init__(max_hz=max_hz, clock=clock)
         from toolkit.stream._orderbook import OrderBook
 
-        if status.upper() not in FILTERS:
-            raise ValueError(f"status filter must be one of {', '.join(FILTERS)}; got {status!r}")
+        if not isinstance(status, str) or status.upper() not in FILTERS:
+            raise InvalidRequest(
+                f"status filter must be one of {', '.join(FILTERS)}; got {status!r}"
+            )
+        check_int("max_rows", max_rows, 1)
+        check_int("history_limit", history_limit, 0)
+        speed = check_speed(speed)
+        check_flag("autostart", autostart)
+        super().__init__(max_hz=max_hz, clock=clock)
         self._source = source
         self._kind = describe_source(source)
         if client is None and is_client(source):

@@ -13,8 +13,10 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
+from toolkit.errors import InvalidRequest
+from toolkit.protocol import validate_symbol
 from toolkit.stream._events import SessionEvent, TickerEvent, TickersEvent
-from toolkit.widgets._base import LiveView
+from toolkit.widgets._base import LiveView, check_flag, check_int, check_speed
 from toolkit.widgets._sources import Subscription, aiter_events, describe_source
 from toolkit.widgets._theme import STYLE, grid, price_text, when
 from toolkit.widgets._throttle import Clock
@@ -88,8 +90,8 @@ class TickerView(LiveView):
 
     ``source`` is a client (subscribes ``watchTickers`` when ``symbols`` is None, one
     ``watchTicker`` per symbol otherwise), a recording path or ``tk.replay(...)`` iterator,
-    or any (async) iterable of ticker events. A symbol the service refuses (unknown, badly
-    written, not permitted) becomes a row that says why; the other pairs keep going.
+    or any (async) iterable of ticker events. A symbol the service refuses (unknown, not
+    permitted) becomes a row that says why; the other pairs keep going.
 
     The view starts itself as a task on the running loop when there is one (Jupyter)
     unless ``autostart=False``; otherwise call ``start()`` inside a loop or
@@ -105,20 +107,27 @@ class TickerView(LiveView):
     source : Client, str, os.PathLike or iterable of events
         Where the ticks come from: a live client, a recording folder, ``tk.replay(...)``
         or any (async) iterable of ticker events.
-    symbols : sequence of str, optional
-        Pairs to show, ``BASE/QUOTE`` (any case). None: every pair of ``watchTickers``.
+    symbols : str or sequence of str, optional
+        Pairs to show, ``BASE/QUOTE`` (any case; one string is one pair). None: every
+        pair of ``watchTickers``.
     max_hz : float, default 10.0
-        Most repaints per second.
+        Most repaints per second (a finite number > 0).
     spark_len : int, default 30
-        Number of last prices in the sparkline.
+        Number of last prices in the sparkline, at least 1.
     only_priority : bool, default False
         With ``symbols=None``, subscribe ``watchTickers`` with ``onlyPriority``.
     speed : float, optional
-        Replay pace (2.0 = twice real time); None replays at once.
+        Replay pace (2.0 = twice real time, a finite number > 0); None replays at once.
     clock : callable, optional
         Monotonic clock of the repaint throttle (tests pass a fake one).
     autostart : bool, default True
         Start on the running loop, if there is one.
+
+    Raises
+    ------
+    InvalidRequest
+        When an argument is out of range or of the wrong type (an empty ``symbols``, a
+        symbol not written ``BASE/QUOTE``...): the message names it; nothing is started.
 
     Examples
     --------
@@ -131,7 +140,7 @@ class TickerView(LiveView):
     def __init__(
         self,
         source: object,
-        symbols: Sequence[str] | None = None,
+        symbols: str | Sequence[str] | None = None,
         max_hz: float = 10.0,
         *,
         spark_len: int = 30,
@@ -140,13 +149,13 @@ class TickerView(LiveView):
         clock: Clock | None = None,
         autostart: bool = True,
     ) -> None:
+        self._symbols = _check_symbols(symbols)
+        check_int("spark_len", spark_len, 1)
+        check_flag("only_priority", only_priority)
+        speed = check_speed(speed)
+        check_flag("autostart", autostart)
         super().__init__(max_hz=max_hz, clock=clock)
         self._source = source
-        self._symbols: tuple[str, ...] | None = (
-            tuple(dict.fromkeys(str(s).strip().upper() for s in symbols))
-            if symbols is not None
-            else None
-        )
         self._only_priority = only_priority
         self._speed = speed
         self._spark_len = spark_len
@@ -343,6 +352,33 @@ class TickerView(LiveView):
         return (
             f"TickerView(pairs={len(self._rows)}, state={self.state!r}, repaints={self.repaints})"
         )
+
+
+def _check_symbols(symbols: object) -> tuple[str, ...] | None:
+    """The pairs to show, upper case, each once; InvalidRequest (naming ``symbols``) for
+    an empty list or a symbol that is not ``BASE/QUOTE``, before anything is sent."""
+    if symbols is None:
+        return None
+    if isinstance(symbols, str):
+        symbols = [symbols]
+    elif not isinstance(symbols, Iterable) or isinstance(symbols, bytes | Mapping):
+        raise InvalidRequest(
+            f"symbols must be None or a list of pairs such as ['BTC/BRL'], not {symbols!r}"
+        )
+    pairs: list[str] = []
+    for symbol in symbols:
+        if not isinstance(symbol, str):
+            raise InvalidRequest(f"symbols: each pair must be a string, not {symbol!r}")
+        try:
+            pairs.append(validate_symbol(symbol.strip().upper()))
+        except InvalidRequest:
+            raise InvalidRequest(
+                f"symbols: {symbol!r} is not a pair written BASE/QUOTE (letters and digits, "
+                "any case), e.g. 'BTC/BRL'"
+            ) from None
+    if not pairs:
+        raise InvalidRequest("symbols is empty: give at least one pair, or None for every pair")
+    return tuple(dict.fromkeys(pairs))
 
 
 def _fill() -> widgets.Layout:
