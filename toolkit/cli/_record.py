@@ -15,6 +15,7 @@ from toolkit.cli._connect import (
     add_connection_arguments,
     client_from_args,
     path_arg,
+    positive_int,
     positive_seconds_arg,
 )
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
@@ -58,6 +59,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds between Parquet files (60)",
     )
     parser.add_argument(
+        "--max-message-bytes",
+        type=positive_int,
+        metavar="N",
+        help="largest WebSocket message taken: a larger one is dropped (a gap), and the run "
+        "ends with an error when the next connection gets one too (default: the client's "
+        "max_response_bytes, 64 MiB)",
+    )
+    parser.add_argument(
         "--store",
         type=path_arg,
         metavar="DIR",
@@ -97,6 +106,13 @@ class StatusLine:
             self.stream.flush()
 
 
+def _stream_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The session settings given on the command line (the others: the session's)."""
+    if args.max_message_bytes is None:
+        return {}
+    return {"max_message_bytes": args.max_message_bytes}
+
+
 async def _record(args: argparse.Namespace, status: StatusLine | None) -> RecorderStats:
     client = _client(args)
     try:
@@ -107,6 +123,7 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
             flush_interval=args.flush_interval,
             rotate_interval=args.rotate_interval,
             on_status=status,
+            stream_options=_stream_options(args),
         )
         follower = None
         if args.store is not None:

@@ -86,7 +86,9 @@ class Recorder:
     process) that writes the Parquet files. Segments not converted yet are the backlog, on
     disk: beyond ``max_backlog_bytes`` of it, messages are dropped, counted in
     ``stats.dropped`` and recorded as a ``dropped`` session row.
-    ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``).
+    ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``,
+    ``max_message_bytes``: a larger message is dropped as a gap, and ends the run when
+    the next connection gets one too).
 
     A failed write of the write-ahead log (a full disk) never tears it: the messages of
     that chunk are dropped, counted in ``stats.dropped`` and recorded as a ``dropped``

@@ -17,44 +17,34 @@ from collections.abc import Awaitable, Callable, Sized
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from websockets.asyncio.client import connect
-from websockets.exceptions import (
-    ConnectionClosed,
-    InvalidHandshake,
-    InvalidStatus,
-    InvalidURI,
-)
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from toolkit.errors import (
-    AuthenticationError,
-    ToolkitError,
-    TransportError,
-    redact_url,
-)
+from toolkit.errors import AuthenticationError, ToolkitError, TransportError, redact_url
 from toolkit.profile import ServiceProfile
-from toolkit.stream._channels import (
-    Backoff,
-    Confirmation,
-    PendingRequest,
-    classify_reply,
-)
+from toolkit.stream._channels import Backoff, Confirmation, PendingRequest, classify_reply
 from toolkit.stream._decode import NOT_TAKEN, decoder_for
 from toolkit.stream._events import Event, SessionKind, event_from_message
 from toolkit.stream._failures import CallbackFailures
 from toolkit.stream._frame_queue import TEXT, queued_frames
 from toolkit.stream._keepalive import (
     REFUSAL_GRACE_S,
+    TOO_BIG_REPEATS,
     ConfirmationTimeout,
     Connection,
     ConnectionPolicy,
+    NoRedirectConnect,
     Refused,
     SlotBusy,
     _describe_end,
     _RedactingLogger,
     act,
     drain,
+    dropped_too_big,
     keep_alive,
     refusal_code,
+    refusal_error,
+    status_error,
+    too_big_error,
     watch_overlap,
 )
 from toolkit.stream._ports import TokenSource
@@ -94,6 +84,8 @@ class _ConnectionKeeping:
     _connections: int
     #: consecutive connections refused by a close (reset by one that answers)
     _refusals: int
+    #: consecutive connections we closed for a message over max_message_bytes
+    _too_big: int
     _desired: dict[str, tuple[str, dict[str, Any]]]
     _user_lock: asyncio.Lock
     _raw_callbacks: list[RawCallback]
@@ -151,10 +143,11 @@ class _ConnectionKeeping:
         the profile says the service refuses that way, or after a refusal was seen)."""
         token = await self._token(force_token)
         try:
-            ws = await connect(
+            ws = await NoRedirectConnect(
                 self._url(token),
                 open_timeout=self._open_timeout,
                 logger=self._logger,
+                max_size=self._policy.max_message_bytes,
                 max_queue=64,
                 ping_interval=self._policy.ws_ping_interval,
             )
@@ -225,35 +218,25 @@ class _ConnectionKeeping:
                     continue
                 raise self._refusal_error(exc.code) from None
             except (OSError, TimeoutError, EOFError, InvalidHandshake, ConnectionClosed) as exc:
+                end = _describe_end(exc, self._policy.max_message_bytes)
                 raise TransportError(
-                    f"could not open the WebSocket connection to {shown}: {_describe_end(exc)}"
+                    f"could not open the WebSocket connection to {shown}: {end}"
                 ) from exc
 
     def _refused_status(self, exc: InvalidStatus) -> bool:
         return exc.response.status_code in self._profile.stream.refusal_http_statuses
 
     def _status_error(self, exc: InvalidStatus) -> ToolkitError:
-        shown = redact_url(self._url("x"))
-        status = exc.response.status_code
-        if self._refused_status(exc):
-            return AuthenticationError(
-                f"the gateway refused the WebSocket connection to {shown} (HTTP {status}): "
-                "the operational token was missing or invalid, even after a fresh signin",
-                status=status,
-            )
-        return TransportError(
-            f"the gateway refused the WebSocket connection to {shown} (HTTP {status})",
-            status=status,
-        )
+        return status_error(exc, self._url("x"), refused=self._refused_status(exc))
 
     def _refusal_error(self, code: int) -> AuthenticationError:
-        shown = redact_url(self._url("x"))
-        return AuthenticationError(
-            f"the service closed the WebSocket connection to {shown} right after the "
-            f"upgrade (close code {code}, one of stream.refusal_close_codes): the "
-            "operational token was missing or invalid, even after a fresh signin",
-            status=code,
-        )
+        return refusal_error(code, self._url("x"))
+
+    def _raise_if_too_big(self, exc: BaseException | None) -> None:
+        """End the session once ``TOO_BIG_REPEATS`` connections in a row were closed by
+        us for a message over max_message_bytes (the same message comes again)."""
+        if self._too_big >= TOO_BIG_REPEATS:
+            raise too_big_error(self._too_big, exc, self._policy.max_message_bytes)
 
     async def _exchange(self, conn: Connection, request: PendingRequest, timeout: float) -> str:
         """Send one subscribe/unsubscribe on ``conn`` and wait for its confirmation, the
@@ -449,6 +432,9 @@ class _ConnectionKeeping:
                 self._dispatch(event)
         except ConnectionClosed as err:
             end = err
+            big = dropped_too_big(err, conn_id, self._policy.max_message_bytes)
+            self._malformed += big  # a message we could not take, as one not JSON
+            self._too_big = self._too_big + 1 if big else 0
             raise
         finally:
             conn.ended_ns = time.time_ns()
@@ -539,7 +525,8 @@ class _ConnectionKeeping:
         reader = old.reader
         await self._shutdown(old, graceful=False)
         if ended_ns is not None and reader is not None and reader.done():
-            reason = _describe_end(None if reader.cancelled() else reader.exception())
+            ended = None if reader.cancelled() else reader.exception()
+            reason = _describe_end(ended, self._policy.max_message_bytes)
             gap_start = ended_ns
         else:
             reason = not_drained
@@ -590,6 +577,7 @@ class _ConnectionKeeping:
                     await self._shutdown(conn, graceful=False)
                 if isinstance(exc, asyncio.CancelledError) or not self._retry_on(exc):
                     raise
+                self._raise_if_too_big(exc)
                 last = exc
             _log.info("reconnect attempt %d failed: %s: %s", attempts, type(last).__name__, last)
             if self._max_attempts is not None and attempts >= self._max_attempts:

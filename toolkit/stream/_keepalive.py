@@ -1,8 +1,9 @@
 """Keeping one connection: the policy (sans-I/O: how often to send the keep-alive action,
-when to rotate, how long to drain, what counts as a refusal of the token, all from the
-service profile's ``stream`` section and the session's explicit overrides), and the
-actions on a connection that apply it: one outstanding action at a time (``act``), the
-keep-alive loop, and the drain of a connection being rotated out.
+when to rotate, how long to drain, what counts as a refusal of the token, the largest
+message taken, all from the service profile's ``stream`` section and the session's
+explicit overrides), and the actions on a connection that apply it: one outstanding
+action at a time (``act``), the keep-alive loop, and the drain of a connection being
+rotated out; how a connection is opened (no redirect followed) and how its end is told.
 
 ``toolkit.stream._connection`` opens, reads, rotates and replaces connections with these.
 """
@@ -17,11 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
-from toolkit.errors import TransportError
+from toolkit.errors import (
+    AuthenticationError,
+    InvalidRequest,
+    ToolkitError,
+    TransportError,
+    redact_url,
+)
 from toolkit.profile import ServiceProfile
 from toolkit.stream._channels import Confirmation, PendingRequest
 
@@ -30,14 +38,20 @@ __all__ = [
     "ConfirmationTimeout",
     "Connection",
     "ConnectionPolicy",
+    "NoRedirectConnect",
     "Refused",
     "SlotBusy",
     "Unset",
     "act",
     "default_retry",
     "drain",
+    "dropped_too_big",
     "keep_alive",
+    "redirect_error",
     "refusal_code",
+    "refusal_error",
+    "status_error",
+    "too_big_error",
     "watch_overlap",
 ]
 
@@ -64,6 +78,13 @@ REFUSAL_GRACE_S = 0.5
 #: while draining without an answer, the old connection counts as drained once it has
 #: sent no data for this long
 QUIET_S = 0.25
+#: the largest message taken when neither the session nor the client says (the client's
+#: own default ``max_response_bytes``: one bound for an answer, by REST or WebSocket)
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: connections in a row closed by us for a message over ``max_message_bytes`` before the
+#: session ends: the message comes again on every new connection (a snapshot sent after
+#: each subscribe), so reconnecting again would lose it, and what follows it, for ever
+TOO_BIG_REPEATS = 2
 
 
 @dataclass(frozen=True)
@@ -76,7 +97,9 @@ class ConnectionPolicy:
     idle limit; ``ws_ping_interval``: websockets' protocol ping interval; ``rotate_after``:
     seconds before a make-before-break rotation (None: never); ``drain_timeout``: bound of
     the wait for the old connection while rotating; ``probe_on_open``: check right after
-    the upgrade that the service did not refuse the token with a close."""
+    the upgrade that the service did not refuse the token with a close;
+    ``max_message_bytes``: the largest message taken (websockets' ``max_size``), a larger
+    one makes us close the connection with code 1009."""
 
     keepalive: dict[str, Any] | None
     keepalive_every: float | None
@@ -85,6 +108,7 @@ class ConnectionPolicy:
     drain_timeout: float
     refusal_close_codes: frozenset[int]
     probe_on_open: bool
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     @classmethod
     def resolve(
@@ -94,9 +118,17 @@ class ConnectionPolicy:
         ping_interval: float | Unset | None = UNSET,
         rotate_after: float | Unset | None = UNSET,
         ping_timeout: float = 10.0,
+        max_message_bytes: int | None = None,
+        max_response_bytes: int | None = None,
     ) -> ConnectionPolicy:
         """The policy for ``profile``; ``ping_interval``/``rotate_after`` given explicitly
-        override the profile (None turns them off)."""
+        override the profile (None turns them off). ``max_message_bytes`` defaults to the
+        client's ``max_response_bytes`` (else 64 MiB); InvalidRequest unless an int >= 1."""
+        max_bytes = max_message_bytes
+        if max_bytes is None:
+            max_bytes = max_response_bytes or DEFAULT_MAX_MESSAGE_BYTES
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise InvalidRequest(f"max_message_bytes must be an int >= 1, not {max_bytes!r}")
         s = profile.stream
         action = {"action": s.keepalive_action} if s.keepalive_action else None
         cap = s.idle_limit_s * _IDLE_SHARE if s.idle_limit_s > 0 else None
@@ -131,6 +163,7 @@ class ConnectionPolicy:
             drain_timeout=ping_timeout,
             refusal_close_codes=frozenset(s.refusal_close_codes),
             probe_on_open=s.refusal_kind == "close",
+            max_message_bytes=max_bytes,
         )
 
 
@@ -145,6 +178,37 @@ def refusal_code(exc: BaseException | None, answered: bool, policy: ConnectionPo
     if rcvd is None or rcvd.code not in policy.refusal_close_codes:
         return None
     return int(rcvd.code)
+
+
+def status_error(exc: InvalidStatus, url: str, *, refused: bool) -> ToolkitError:
+    """The error for an upgrade of ``url`` answered ``exc.response.status_code``:
+    ``refused`` (one of ``stream.refusal_http_statuses``, after a fresh signin) is an
+    AuthenticationError, a redirect says where it pointed, anything else a refusal."""
+    shown = redact_url(url)
+    status = exc.response.status_code
+    if refused:
+        return AuthenticationError(
+            f"the gateway refused the WebSocket connection to {shown} (HTTP {status}): "
+            "the operational token was missing or invalid, even after a fresh signin",
+            status=status,
+        )
+    redirected = redirect_error(exc, url)
+    if redirected is not None:
+        return redirected
+    return TransportError(
+        f"the gateway refused the WebSocket connection to {shown} (HTTP {status})",
+        status=status,
+    )
+
+
+def refusal_error(code: int, url: str) -> AuthenticationError:
+    """The error for a token the service refused again by closing with ``code``."""
+    return AuthenticationError(
+        f"the service closed the WebSocket connection to {redact_url(url)} right after "
+        f"the upgrade (close code {code}, one of stream.refusal_close_codes): the "
+        "operational token was missing or invalid, even after a fresh signin",
+        status=code,
+    )
 
 
 @dataclass(eq=False)
@@ -371,7 +435,100 @@ class ConfirmationTimeout(TransportError, TimeoutError):
     """The service did not confirm a subscribe/unsubscribe (or answer a ping) in time."""
 
 
-def _describe_end(exc: BaseException | None) -> str:
+class NoRedirectConnect(connect):
+    """websockets' ``connect`` without following redirects (REST refuses them too): a
+    3xx on the upgrade stays the InvalidStatus it is (``redirect_error``), so nothing is
+    sent to the host a gateway, a captive portal or a proxy points at."""
+
+    def process_redirect(self, exc: Exception) -> Exception | str:
+        return exc
+
+
+def redirect_error(exc: InvalidStatus, url: str) -> TransportError | None:
+    """The error for an upgrade of ``url`` answered with a redirect (None for any other
+    status). The target is shown without user info, query or fragment: a login page
+    often carries where it came from (``?next=`` our URL, the token in it) there."""
+    status = exc.response.status_code
+    if not 300 <= status < 400:
+        return None
+    location = exc.response.headers.get("Location")
+    if location is None:
+        target = "nowhere (no Location)"
+    else:
+        try:
+            parts = urlsplit(urljoin(url, location))
+            bare = redact_url(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
+        except ValueError:
+            bare, parts = "<unparseable url>", None
+        target = bare if len(bare) <= 300 else bare[:300] + "..."
+        if parts is not None and (parts.query or parts.fragment):
+            target += " (its query not shown)"
+    return TransportError(
+        f"the gateway redirected the WebSocket upgrade to {target} (HTTP {status}): a "
+        f"login page or proxy is in the way (redirects are not followed; ws_url is "
+        f"{redact_url(url)})",
+        status=status,
+    )
+
+
+#: websockets' reason for a frame over ``max_size``: ``frame with N bytes [after reading
+#: M bytes] exceeds limit of L bytes`` (no sizes for a compressed one)
+_TOO_BIG_SIZE = re.compile(r"frame with (\d+) bytes(?: after reading (\d+) bytes)?")
+_MESSAGE_TOO_BIG = 1009
+
+
+def too_big(exc: BaseException | None) -> str | None:
+    """websockets' reason when ``exc`` (how a connection ended) is our own close 1009 (a
+    message over ``max_message_bytes`` arrived, and was dropped); None otherwise."""
+    if not isinstance(exc, ConnectionClosed):
+        return None
+    sent = exc.sent
+    if sent is None or sent.code != _MESSAGE_TOO_BIG or exc.rcvd_then_sent:
+        return None
+    return sent.reason
+
+
+def _too_big_text(reason: str, limit: int | None) -> str:
+    found = _TOO_BIG_SIZE.search(reason)
+    if found is None:  # compressed: the size is not known, only that it is over
+        size = ""
+    elif found[2] is not None:  # fragmented: the frames read so far and this one
+        size = f" of more than {int(found[1]) + int(found[2])} bytes,"
+    else:
+        size = f" of {found[1]} bytes,"
+    setting = "max_message_bytes" if limit is None else f"max_message_bytes={limit}"
+    return f"closed by us (code 1009, message too big): a message{size} over {setting} was dropped"
+
+
+def dropped_too_big(exc: ConnectionClosed, conn_id: str, limit: int) -> bool:
+    """Whether ``exc``, the end of connection ``conn_id``, is our close 1009; if so, it
+    is logged as a warning naming the setting."""
+    reason = too_big(exc)
+    if reason is None:
+        return False
+    _log.warning(
+        "stream connection %s %s: raise the session's max_message_bytes",
+        conn_id,
+        _too_big_text(reason, limit),
+    )
+    return True
+
+
+def too_big_error(count: int, exc: BaseException | None, limit: int) -> TransportError:
+    """The end of a session whose last ``count`` connections were closed by us for a
+    message over ``limit`` (``TOO_BIG_REPEATS``)."""
+    return TransportError(
+        f"the last {count} connections were each {_describe_end(exc, limit)}: "
+        "reconnecting would lose that message again; raise max_message_bytes "
+        "(client.stream(max_message_bytes=...), Recorder(stream_options=...), toolkit "
+        "record --max-message-bytes; default: the client's max_response_bytes)"
+    )
+
+
+def _describe_end(exc: BaseException | None, max_message_bytes: int | None = None) -> str:
+    reason = too_big(exc)
+    if reason is not None:
+        return _too_big_text(reason, max_message_bytes)
     if isinstance(exc, ConnectionClosed):
         rcvd = exc.rcvd
         if rcvd is not None:

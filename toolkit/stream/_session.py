@@ -14,18 +14,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from toolkit.errors import (
-    ToolkitError,
-    TransportError,
-    redact_url,
-)
+from toolkit.errors import InvalidRequest, ToolkitError, TransportError, redact_url
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._channels import (
     Action,
@@ -51,6 +46,7 @@ from toolkit.stream._keepalive import (
     refusal_code,
 )
 from toolkit.stream._ports import TokenSource
+from toolkit.stream._session_types import StreamClosed, StreamStats
 
 __all__ = [
     "ConfirmationTimeout",
@@ -67,29 +63,10 @@ _log = logging.getLogger("toolkit.stream")
 _WAKE: Any = object()
 
 
-class StreamClosed(ToolkitError):
-    """The session is closed (by the caller, or after an error that is not retried)."""
-
-
 class _State(Enum):
     UNOPENED = "unopened"
     OPEN = "open"
     CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class StreamStats:
-    """Counters of a session: data messages received, events dropped by full queues,
-    reconnects done, the id of the current connection, messages ignored as malformed
-    (not JSON, not an object, no channel, a field that cannot be converted; each one
-    logged) and failures of callbacks (each distinct one logged once)."""
-
-    received: int
-    dropped: int
-    reconnects: int
-    connection_id: str
-    malformed: int = 0
-    callback_errors: int = 0
 
 
 class StreamSession(_ConnectionKeeping):
@@ -132,6 +109,12 @@ class StreamSession(_ConnectionKeeping):
     ``default_retry``); one that is not ends the session, and ``async for`` raises it.
     ``sleep`` is how backoff waits (tests pass a fast one).
 
+    A message over ``max_message_bytes`` (default: the client's ``max_response_bytes``)
+    is dropped as we close the connection (code 1009), counted in ``stats.malformed`` and
+    said by a warning and the ``disconnected``/``gap`` details; when the next connection
+    ends the same way, the session ends with a TransportError naming the setting. A
+    redirect of the upgrade is not followed: a TransportError says where it pointed.
+
     A token refusal raises AuthenticationError after one retry with a fresh token,
     whether the service refuses it with an HTTP status before the upgrade
     (``stream.refusal_http_statuses``) or closes right after it, before any reply or
@@ -161,22 +144,30 @@ class StreamSession(_ConnectionKeeping):
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         ws_url: str | None = None,
         profile: ServiceProfile | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
-        if queue_size < 0:
-            raise ValueError("queue_size must be >= 0 (0: no main queue)")
+        if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 0:
+            raise InvalidRequest(
+                f"queue_size must be an int >= 0 (0: no main queue), not {queue_size!r}"
+            )
         self._client = client
         self._profile = profile or getattr(client, "profile", None) or DEFAULT_PROFILE
         if not isinstance(self._profile, ServiceProfile):
-            raise TypeError(f"profile must be a ServiceProfile, not {type(self._profile).__name__}")
+            raise InvalidRequest(
+                f"profile must be a ServiceProfile, not {type(self._profile).__name__}"
+            )
         self._policy = ConnectionPolicy.resolve(
             self._profile,
             ping_interval=ping_interval,
             rotate_after=rotate_after,
             ping_timeout=ping_timeout,
+            max_message_bytes=max_message_bytes,
+            max_response_bytes=getattr(client.settings, "max_response_bytes", None),
         )
         self._reconnect = reconnect
         self._ping_timeout = ping_timeout
         self._refusals = 0
+        self._too_big = 0
         self._confirm_timeout = confirm_timeout
         self._open_timeout = open_timeout
         self._backoff = backoff or Backoff()
@@ -447,7 +438,7 @@ class StreamSession(_ConnectionKeeping):
                             raise self._refusal_error(code) from None
                         raise TransportError(
                             f"{action} {channel}: the connection closed before the "
-                            f"confirmation ({_describe_end(exc)})"
+                            f"confirmation ({_describe_end(exc, self._policy.max_message_bytes)})"
                         ) from exc
                     self._ready.clear()
                 finally:
@@ -488,7 +479,7 @@ class StreamSession(_ConnectionKeeping):
                     continue
                 exc = conn.reader.exception() if not conn.reader.cancelled() else None
                 noticed = time.time_ns()
-                reason = _describe_end(exc)
+                reason = _describe_end(exc, self._policy.max_message_bytes)
                 self._ready.clear()
                 await self._shutdown(conn, graceful=False)
                 self._emit_session(conn, "disconnected", reason)
@@ -507,6 +498,7 @@ class StreamSession(_ConnectionKeeping):
                     refused is None and not self._retry_on(exc or ConnectionClosed(None, None))
                 ):
                     raise exc or StreamClosed(f"the connection ended ({reason})")
+                self._raise_if_too_big(exc)
                 new = await self._reconnect_loop(forced=refused is not None)
                 self._reconnects += 1
                 self._install(new)
@@ -524,7 +516,8 @@ class StreamSession(_ConnectionKeeping):
     def _fail(self, exc: BaseException) -> None:
         if not isinstance(exc, ToolkitError):
             cause = exc
-            exc = TransportError(f"the stream session ended: {_describe_end(cause)}")
+            ended = _describe_end(cause, self._policy.max_message_bytes)
+            exc = TransportError(f"the stream session ended: {ended}")
             exc.__cause__ = cause
         _log.warning("stream session ended: %s", exc)
         self._error = exc
