@@ -172,7 +172,8 @@ def test_an_order_book_feeds_the_store_its_market_orders(
             book = OrderBook(client, reconcile_interval=None)
             seen = asyncio.Event()
             placed: list[str] = []
-            book.add_listener(lambda e: seen.set() if e.order_id in placed else None)
+            # the order just placed: a later state of the one before must not end the wait
+            book.add_listener(lambda e: seen.set() if placed and e.order_id == placed[-1] else None)
             follower = store.follow(book)
             async with client.stream(queue_size=0) as session:
                 await session.subscribe("watchOrders")
