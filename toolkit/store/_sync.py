@@ -1,6 +1,8 @@
 """One sync of the order store: what to fetch (orders active at the last sync, the listing
 down to the store's newest listed order less an overlap, recorded and given ids never seen),
-fetched under the adaptive limiter, written month by month in chunks, the state last."""
+fetched under the adaptive limiter (or taken from a recording of the store's account when
+it holds the order's current state: ``_recorded``), written month by month in chunks, the
+state last."""
 
 from __future__ import annotations
 
@@ -15,15 +17,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from toolkit.client._concurrency import AdaptiveLimit, check_concurrency, gated, pump
+from toolkit.client._identity import account_of
 from toolkit.client._items import ListItems
 from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
 from toolkit.client._pagination import check_page_rule
-from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, RouteNotActive
+from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.protocol import ALL_LIMIT_STATUSES, validate_order_ids
 from toolkit.store._checks import moment, read_body, status_field, text_field
-from toolkit.store._files import LIVE_LIMIT_STATUSES, Entry, StoreFiles, month_of, schema
+from toolkit.store._files import (
+    FINAL_STATUSES,
+    LIVE_LIMIT_STATUSES,
+    Entry,
+    StoreFiles,
+    month_of,
+    schema,
+)
 from toolkit.store._follow import read_journals
+from toolkit.store._recorded import Recorded, recorded_bodies, recorded_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -31,6 +42,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client import Client
 
 logger = logging.getLogger("toolkit.store")
+
+#: the state a listing shows of an order: (status, updatedAt in Unix ms)
+Hint = tuple[str, int | None]
+#: one order to read: its id, where it came from, what the listing shows of it (or None)
+Job = tuple[str, str, Hint | None]
 
 #: orders buffered before they are written as part files
 CHUNK_ORDERS = 5_000
@@ -45,9 +61,13 @@ class SyncResult:
     Attributes
     ----------
     fetched : int
-        fetchOrder calls that returned an order (``new + changed + unchanged``).
+        fetchOrder calls that returned an order.
+    from_recordings : int
+        Orders whose current state a recording of the store's account held (a final
+        state, or the one the listing shows): taken from it, not fetched.
     new, changed, unchanged : int
-        Orders the store did not hold; held but different; re-read and the same.
+        Orders the store did not hold; held but different; re-read and the same
+        (``fetched + from_recordings`` in all).
     reconciled : int
         Still-active limit orders the listing showed with the stored status and
         ``updatedAt``, so not fetched.
@@ -68,6 +88,7 @@ class SyncResult:
     """
 
     fetched: int = 0
+    from_recordings: int = 0
     new: int = 0
     changed: int = 0
     unchanged: int = 0
@@ -94,8 +115,9 @@ class SyncResult:
         sources = ", ".join(f"{n} from {s}" for s, n in sorted(self.new_by_source.items()))
         missing = sum(len(v) for v in self.missing.values())
         lines = [
-            f"synced in {self.seconds:.1f}s: {self.fetched} orders fetched "
-            f"({self.new} new{': ' + sources if sources else ''}; {self.changed} changed, "
+            f"synced in {self.seconds:.1f}s: {self.fetched} orders fetched"
+            + (f" and {self.from_recordings} taken from recordings" if self.from_recordings else "")
+            + f" ({self.new} new{': ' + sources if sources else ''}; {self.changed} changed, "
             f"{self.unchanged} unchanged), {self.reconciled} still-active limit orders "
             f"unchanged by the listing (not fetched), {self.pages} listing page(s)"
             + (" (stopped early)" if self.listing_stopped_early else "")
@@ -191,8 +213,8 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 @contextlib.asynccontextmanager
 async def merged(
-    sources: Sequence[tuple[AsyncIterator[tuple[str, str]], bool]],
-) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
+    sources: Sequence[tuple[AsyncIterator[Job], bool]],
+) -> AsyncIterator[AsyncIterator[Job]]:
     """The items of ``sources`` (each ``(source, paging)``) as they come, each source read
     by a task of its own (two listings page at once); the first error of a source is
     raised to the reader, and leaving the block stops every source. A ``paging`` source
@@ -202,7 +224,7 @@ async def merged(
     queue: asyncio.Queue[tuple[BaseException | None, bool, Any, bool]] = asyncio.Queue()
     room = asyncio.Semaphore(256)
 
-    async def drain(source: AsyncIterator[tuple[str, str]], bounded: bool) -> None:
+    async def drain(source: AsyncIterator[Job], bounded: bool) -> None:
         try:
             async for item in source:
                 if bounded:
@@ -219,7 +241,7 @@ async def merged(
 
     tasks = [asyncio.create_task(drain(source, not paging)) for source, paging in sources]
 
-    async def items() -> AsyncIterator[tuple[str, str]]:
+    async def items() -> AsyncIterator[Job]:
         left = len(tasks)
         while left:
             error, ended, item, bounded = await queue.get()
@@ -242,32 +264,13 @@ async def merged(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def recorded_ids(roots: Iterable[str | Path]) -> tuple[dict[str, None], int | None]:
-    """Every order id seen on ``watchorders`` in the recordings at ``roots`` (first-seen
-    order) and the earliest receive time of those messages (Unix ms), or None."""
-    from toolkit.recording._read import read_recording_table
-
-    ids: dict[str, None] = {}
-    since: int | None = None
-    for root in roots:
-        path = Path(root)
-        if not path.is_dir():
-            raise InvalidRequest(f"no recording at {path} (a folder written by toolkit record)")
-        table = read_recording_table(
-            path, "watchorders", columns=["order_id", "received_at"], per_pair=False
-        )
-        for oid in table.column("order_id").to_pylist():
-            if oid:
-                ids.setdefault(oid, None)
-        if table.num_rows:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            first = pc.min(table.column("received_at").cast(pa.int64())).as_py()
-            if first is not None:
-                ms = int(first) // 1_000_000
-                since = ms if since is None else min(since, ms)
-    return ids, since
+def _hint(reader: ListItems, item: Mapping[str, Any]) -> Hint | None:
+    """What a listing item shows of its order (status, updatedAt), or None when it does
+    not read (the order is fetched)."""
+    try:
+        return reader.status(item, "reconciliation"), reader.updated_ms(item)
+    except InvalidResponse:
+        return None
 
 
 def _created_or_none(reader: ListItems, item: Mapping[str, Any]) -> int | None:
@@ -312,6 +315,10 @@ async def run_sync(
         else:
             gone.append(f"a followed recording is gone: {root}")
     rec_ids, rec_since = await asyncio.to_thread(recorded_ids, roots)
+    # the latest notification of each order in the recordings made with this account
+    bodies: dict[str, Recorded] = (
+        await asyncio.to_thread(recorded_bodies, roots, account_of(client)) if roots else {}
+    )
 
     state = files.read_state()
     files.clean_temporaries()
@@ -329,7 +336,7 @@ async def run_sync(
     new_listed = asyncio.Event()
     fetched_ids: set[str] = set()
 
-    async def listed() -> AsyncIterator[tuple[str, str]]:
+    async def listed() -> AsyncIterator[Job]:
         """Limit orders of the listing the store does not hold, newest first, down to
         the store's newest listed order less the overlap."""
         nonlocal listing_done, listed_newest
@@ -344,14 +351,14 @@ async def run_sync(
                     listed_newest = max(created, listed_newest or created)
                     oid = reader.order_id(item)
                     if oid not in index:
-                        yield oid, "listing"
+                        yield oid, "listing", _hint(reader, item)
             listing_done = True
         except RouteNotActive as exc:
             result.listing_error = str(exc)
         finally:
             new_listed.set()
 
-    async def named() -> AsyncIterator[tuple[str, str]]:
+    async def named() -> AsyncIterator[Job]:
         """Ids from recordings, the user and live followers the store does not hold,
         fetched while the live listing still pages; after the new part of the listing, so
         that an order both listed and named counts as listed."""
@@ -359,9 +366,9 @@ async def run_sync(
         for source, wanted in (("recording", rec_ids), ("ids", given), ("live", live_ids)):
             for oid in wanted:
                 if oid not in index:
-                    yield oid, source
+                    yield oid, source, None
 
-    async def active() -> AsyncIterator[tuple[str, str]]:
+    async def active() -> AsyncIterator[Job]:
         """Stored limit orders that could still change, reconciled against the listing
         filtered to the live statuses (spec 4.4: ``orderId`` + ``status`` +
         ``updatedAt``): fetched when their status or updatedAt differ or when they are
@@ -403,7 +410,7 @@ async def run_sync(
                                 passed += 1
                                 if left not in seen:
                                     early.add(left)
-                                    yield left, left_entry.source
+                                    yield left, left_entry.source, None
                         if in_order:
                             created = _created_or_none(reader, item)
                             in_order = created is not None and (
@@ -414,7 +421,8 @@ async def run_sync(
                         entry = live.get(oid)
                         if entry is None:
                             if oid not in index:
-                                yield oid, "listing"  # live and older than the mark
+                                # live and older than the mark
+                                yield oid, "listing", _hint(reader, item)
                             continue
                         seen.add(oid)
                         updated = reader.updated_ms(item)
@@ -425,7 +433,7 @@ async def run_sync(
                         ):
                             result.reconciled += 1
                             continue
-                        yield oid, entry.source
+                        yield oid, entry.source, _hint(reader, item)
                 complete = True
             except RouteNotActive:
                 pass  # the main listing reports it; every live order is fetched below
@@ -436,16 +444,16 @@ async def run_sync(
             )
         for oid, entry in live.items():
             if (oid not in seen or not complete) and oid not in early:
-                yield oid, entry.source
+                yield oid, entry.source, None
 
-    async def unlisted() -> AsyncIterator[tuple[str, str]]:
+    async def unlisted() -> AsyncIterator[Job]:
         """Stored orders no listing shows (market orders) that can still change: re-read
         by id, while the listings page."""
         for oid, entry in index.items():
             if not entry.final and entry.type != "limit":
-                yield oid, entry.source
+                yield oid, entry.source, None
 
-    async def jobs() -> AsyncIterator[tuple[str, str]]:
+    async def jobs() -> AsyncIterator[Job]:
         queued: set[str] = set()
         if not listing:
             new_listed.set()
@@ -455,22 +463,50 @@ async def run_sync(
         if listing:
             producers.append((listed(), True))
         async with merged(producers) as found:
-            async for oid, source in found:
+            async for oid, source, hint in found:
                 if oid not in queued:
                     queued.add(oid)
-                    yield oid, source
+                    yield oid, source, hint
         result.refreshed = sum(1 for oid in queued if oid in index)
 
-    async def work(job: tuple[str, str]) -> None:
-        oid, source = job
+    def recorded_row(oid: str, source: str, hint: Hint | None) -> tuple[str, dict[str, Any]] | None:
+        """The month and row of ``oid``'s recorded notification when it is the order's
+        current state: final (it never changes again) and not older than the stored
+        state, or what the listing shows of it now (``hint``). None: fetch it."""
+        recorded = bodies.pop(oid, None)
+        if recorded is None:
+            return None
         try:
-            body = await client.afetch_order_raw(oid)
-        except OrderNotFound:
-            result.missing.setdefault(source if oid not in index else "store", []).append(oid)
-            return
-        result.fetched += 1
+            month, row = writer.row(oid, recorded.body, source, synced_ms)
+        except InvalidResponse as exc:
+            logger.info("the recorded state of order %s is not used (%s): fetched", oid, exc)
+            return None
+        if row["id"] != oid:
+            return None
+        before = index.get(oid)
+        updated = row["updatedAt"]
+        final = row["status"] in FINAL_STATUSES and (
+            before is None
+            or (updated is not None and (before.updated_ms is None or updated >= before.updated_ms))
+        )
+        shown = hint is not None and hint == (row["status"], updated)
+        return (month, row) if final or shown else None
+
+    async def work(job: Job) -> None:
+        oid, source, hint = job
+        taken = recorded_row(oid, source, hint)
+        if taken is not None:
+            result.from_recordings += 1
+            month, row = taken
+        else:
+            try:
+                body = await client.afetch_order_raw(oid)
+            except OrderNotFound:
+                result.missing.setdefault(source if oid not in index else "store", []).append(oid)
+                return
+            result.fetched += 1
+            month, row = writer.row(oid, body, source, synced_ms)
         fetched_ids.add(oid)
-        month, row = writer.row(oid, body, source, synced_ms)
         before = index.get(oid)
         if before is None:
             result.new += 1
