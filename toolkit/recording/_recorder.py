@@ -188,6 +188,8 @@ class Recorder:
         )
         self._task: asyncio.Task[RecorderStats] | None = None
         self._session: Any = None
+        #: set once every channel's subscription is confirmed (``wait_subscribed``)
+        self._subscribed = asyncio.Event()
         #: serialises the fsyncs and closes of segments (worker threads)
         self._io_lock: asyncio.Lock | None = None
         #: segments rolled on the receiving loop, waiting for their fsync and close
@@ -215,6 +217,31 @@ class Recorder:
             raise RuntimeError("recorder already running")
         self._task = asyncio.get_running_loop().create_task(self.run())
         return self._task
+
+    async def wait_subscribed(self, timeout: float | None = None) -> None:
+        """Until the service has confirmed every channel's subscription: from then on,
+        what it publishes is recorded. Raises the run's error if it ended first, and
+        TimeoutError after ``timeout`` seconds.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait at most (None: no limit).
+        """
+        waiter = asyncio.ensure_future(self._subscribed.wait())
+        watched = [waiter] if self._task is None else [waiter, self._task]
+        try:
+            done, _ = await asyncio.wait(
+                watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            waiter.cancel()
+        if self._subscribed.is_set():
+            return
+        if self._task is not None and self._task in done:
+            self._task.result()  # the run's error (or its stats: it ended unsubscribed)
+            raise RuntimeError("the recorder ended before its subscriptions were confirmed")
+        raise TimeoutError(f"subscriptions not confirmed within {timeout} s")
 
     def stop(self) -> asyncio.Task[RecorderStats]:
         """Ask a ``start``ed recorder to finish; await the returned task to wait until the
@@ -341,6 +368,7 @@ class Recorder:
                 self._session = session
                 for channel, data in self.subscriptions:
                     await session.subscribe(channel, **data)
+                self._subscribed.set()
                 await session.wait_closed()
                 if session.error is not None:
                     raise session.error
