@@ -18,6 +18,7 @@ from toolkit.cli._connect import (
     add_connection_arguments,
     check_output_file,
     client_from_args,
+    positive_seconds_arg,
     seconds_arg,
 )
 from toolkit.cli._errors import describe
@@ -46,6 +47,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="seconds to wait for the first payload of each channel (default 10)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds_arg,
+        metavar="SECONDS",
+        help="seconds for each request's whole answer (default 10, the client's timeout)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=positive_seconds_arg,
+        metavar="SECONDS",
+        help="seconds for the whole check: the step running then stops, those left are "
+        "not run (default 120 plus --wait)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,7 +72,9 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
             # refused before the checks run, not after them
             check_output_file(args.write_profile, "--write-profile", make_parents=False)
         with client_from_args(args, environ) as client:
-            diagnosis = diagnose(client, payload_timeout=args.wait)
+            diagnosis = diagnose(
+                client, payload_timeout=args.wait, timeout=args.timeout, deadline=args.deadline
+            )
         print(diagnosis.to_text())
         if args.write_profile is not None:
             path = dump_profile(

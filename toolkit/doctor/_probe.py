@@ -1,6 +1,7 @@
 """The state one doctor run shares between its steps: where the service is, the credentials,
 the assumed profile, what earlier steps learnt (token, identity header, page bounds, items),
-and the raw HTTP helpers (which never raise for a status, and redact what they keep)."""
+and the raw HTTP helpers (which never raise for a status, and redact what they keep; each
+answer is read whole within ``timeout`` and at most ``max_bytes`` long, like the client's)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,21 @@ from typing import Any
 import httpx
 
 from toolkit.doctor._report import Findings, Redactor
+from toolkit.errors import redact_url
 from toolkit.profile import ServiceProfile
+
+#: the client's default ``max_response_bytes``
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+class LimitExceeded(Exception):
+    """An answer broke one of the doctor's limits: it did not arrive whole within the
+    deadline, or it was larger than the size cap. The step it came in stops there, and
+    its ``check:`` row shows ``observed`` (``"timed out"``, ``"too large"``) and why."""
+
+    def __init__(self, message: str, observed: str) -> None:
+        super().__init__(message)
+        self.observed = observed
 
 
 @dataclass
@@ -41,6 +56,9 @@ class Probe:
     redact: Redactor
     timeout: float = 10.0
     payload_timeout: float = 10.0
+    #: the largest answer read (decoded), and the largest WebSocket message taken
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_message_bytes: int = DEFAULT_MAX_BYTES
     # learnt on the way
     token: str | None = None
     signin_path: str = ""
@@ -55,7 +73,8 @@ class Probe:
     orders: list[dict[str, Any]] = field(default_factory=list)
     symbol: str | None = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
-    steps: list[str] = field(default_factory=list)  # one line per step that failed
+    #: one (step, observed, why) per step that failed or was stopped
+    steps: list[tuple[str, str, str]] = field(default_factory=list)
 
     def headers(self, auth: tuple[str, str] | None = None) -> dict[str, str]:
         header, scheme = (
@@ -66,7 +85,13 @@ class Probe:
         return {header: f"{scheme} {self.token}" if scheme else self.token}
 
     def failed(self, step: str, exc: BaseException) -> None:
-        self.steps.append(self.redact(f"{step}: {type(exc).__name__}: {exc}"))
+        if isinstance(exc, LimitExceeded):
+            self.stopped(step, exc.observed, str(exc))
+        else:
+            self.stopped(step, "failed", f"{type(exc).__name__}: {exc}")
+
+    def stopped(self, step: str, observed: str, why: str) -> None:
+        self.steps.append((step, observed, self.redact(why)))
 
     async def request(
         self,
@@ -78,27 +103,70 @@ class Probe:
         headers: dict[str, str] | None = None,
         retries: int = 2,
     ) -> Answer:
-        """One request; 503 and 429 are repeated a couple of times (spec 4.2 rule 3)."""
+        """One request; 503 and 429 are repeated a couple of times (spec 4.2 rule 3).
+
+        Raises LimitExceeded when an answer does not arrive whole within ``timeout`` or
+        decodes to more than ``max_bytes``."""
         for attempt in range(retries + 1):
+            request = self.http.build_request(
+                method, path, params=params, json=json_body, headers=headers
+            )
             try:
-                r = await self.http.request(
-                    method, path, params=params, json=json_body, headers=headers
-                )
+                r, content = await self._exchange(request)
             except httpx.HTTPError as exc:
                 return Answer(0, error=self.redact(f"{type(exc).__name__}: {exc}"))
             if r.status_code in (429, 503) and attempt < retries:
                 await asyncio.sleep(0.2 * (attempt + 1))
                 continue
-            text = self.redact(r.text[:2000])
+            text = self.redact(_text(content, r.charset_encoding)[:2000])
             try:
-                body = json.loads(r.content) if r.content else None
+                body = json.loads(content) if content else None
             except ValueError:
                 body = None
             return Answer(r.status_code, body, text)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _exchange(self, request: httpx.Request) -> tuple[httpx.Response, bytes]:
+        """Send ``request`` and read its whole answer within ``timeout`` seconds (connect,
+        headers and body together: a gateway dripping bytes is cut), refusing a body that
+        decodes to more than ``max_bytes`` (a gzip bomb is never held whole). The client's
+        own reader (``AsyncRest._exchange``) needs its pool, so this is a small twin."""
+        where = f"{request.method} {redact_url(request.url)}"
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self.http.send(request, stream=True)
+                try:
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > self.max_bytes:
+                            raise LimitExceeded(
+                                f"{where} -> {response.status_code}: answer larger than "
+                                f"max_response_bytes={self.max_bytes} (decoded); not read "
+                                "further",
+                                "too large",
+                            )
+                        chunks.append(chunk)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise LimitExceeded(
+                f"{where}: no complete answer within timeout={self.timeout}s (the deadline "
+                "covers the whole answer)",
+                "timed out",
+            ) from None
+        return response, b"".join(chunks)
 
     async def get(self, path: str, params: dict[str, Any] | None = None, **kw: Any) -> Answer:
         headers = kw.pop("headers", None)
         return await self.request(
             "GET", path, params=params, headers=headers or self.headers(), **kw
         )
+
+
+def _text(content: bytes, charset: str | None) -> str:
+    try:
+        return content.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return content.decode("utf-8", errors="replace")

@@ -168,7 +168,8 @@ class Diagnosis:
     def profile(self, name: str | None = None) -> ServiceProfile:
         """The observed profile: every differing setting changed to what was seen, and
         every unknown one whose assumed value the service refused changed to the safe
-        value its note names.
+        value its note names. A ``listing.page_default`` outside the page bounds seen is
+        clamped into them (:meth:`comments` says so).
 
         Parameters
         ----------
@@ -180,26 +181,44 @@ class Diagnosis:
         ServiceProfile
             Ready for :func:`~toolkit.profile.dump_profile` (with :meth:`comments`).
         """
+        changes, _ = self._changes()
+        return self.assumed.replace(changes, name=name or f"{self.assumed.name}-observed")
+
+    def _changes(self) -> tuple[dict[str, Any], str]:
+        """The settings :meth:`profile` changes, and a note when ``listing.page_default``
+        had to be clamped into the page bounds (the profile checks refuse a default
+        outside them, e.g. bounds seen and the default not: too few orders)."""
         changes = {
             r.setting: r.value
             for r in self.rows
             if r.is_setting
             and (r.status == "differs" or (r.status == "unknown" and r.value != r.assumed))
         }
-        observed = self.assumed.replace(changes, name=name or f"{self.assumed.name}-observed")
-        lst = observed.listing
-        if not lst.page_min <= lst.page_default <= lst.page_max:  # bounds seen, default not
-            default = min(max(lst.page_default, lst.page_min), lst.page_max)
-            observed = observed.replace({"listing.page_default": default})
-        return observed
+        lst = self.assumed.listing
+        low = changes.get("listing.page_min", lst.page_min)
+        high = changes.get("listing.page_max", lst.page_max)
+        default = changes.get("listing.page_default", lst.page_default)
+        if not all(isinstance(v, int) for v in (low, high, default)) or not low <= high:
+            return changes, ""  # nothing to clamp into: the profile checks say why
+        if low <= default <= high:
+            return changes, ""
+        clamped = min(max(default, low), high)
+        changes["listing.page_default"] = clamped
+        return changes, (
+            f"{default} lies outside the page bounds [{low}, {high}]: clamped to {clamped}"
+        )
 
     def comments(self) -> dict[str, str]:
         """Setting -> a note for ``dump_profile(..., comments=...)``."""
         out: dict[str, str] = {}
+        _, clamped = self._changes()
         for r in self.rows:
             if r.is_setting:
                 what = {"match": "matches", "differs": "observed", "unknown": "not observed"}
                 out[r.setting] = f"doctor: {what[r.status]}" + (f"; {r.note}" if r.note else "")
+        if clamped:
+            head = out.get("listing.page_default", "doctor: not observed")
+            out["listing.page_default"] = f"{head}; {clamped}"
         return out
 
     # -- views -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from toolkit.doctor import _shapes as sh
-from toolkit.doctor._probe import Answer, Probe
+from toolkit.doctor._probe import Answer, LimitExceeded, Probe
 from toolkit.errors import TransportError, redact_url
 from toolkit.profile import get_path
 
@@ -90,7 +90,12 @@ async def probe_signin(pr: Probe) -> None:
     answer: Answer | None = None
     refused: list[str] = []
     for path in paths:
-        first = await _signin(pr, path, *pairs[0], pr.api_secret)
+        try:
+            first = await _signin(pr, path, *pairs[0], pr.api_secret)
+        except LimitExceeded as exc:  # no usable sign-in answer: nothing else can be seen
+            raise TransportError(
+                f"no usable answer from {redact_url(pr.base_url)}: {pr.redact(str(exc))}"
+            ) from None
         if first.status in (0, 404, 405):
             if first.status == 0:
                 raise TransportError(f"no answer from {redact_url(pr.base_url)}: {first.error}")

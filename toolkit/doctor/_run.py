@@ -1,9 +1,12 @@
 """``adiagnose`` / ``diagnose``: run every probe of the doctor against a live service with a
 client's settings and credentials, each step on its own (one failing does not stop the
-others), and gather what they saw into a :class:`~toolkit.doctor._report.Diagnosis`."""
+others) within one deadline for the whole run, and gather what they saw into a
+:class:`~toolkit.doctor._report.Diagnosis`."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -21,6 +24,7 @@ from toolkit.doctor._rest import (
 from toolkit.doctor._ws import probe_ws
 from toolkit.errors import InvalidRequest, TransportError, redact_url
 from toolkit.profile import ServiceProfile
+from toolkit.stream._keepalive import ConnectionPolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client._client import Client
@@ -42,6 +46,9 @@ UNOBSERVABLE: dict[str, str] = {
     "stream.refusal_close_codes": "only seen when the service refuses by close code",
 }
 
+#: the run's deadline when none is given: this many seconds plus ``payload_timeout``
+DEFAULT_DEADLINE_S = 120.0
+
 Step = Callable[[Probe], Awaitable[None]]
 STEPS: tuple[tuple[str, Step], ...] = (
     ("sign-in", probe_signin),
@@ -59,6 +66,8 @@ async def adiagnose(
     profile: ServiceProfile | None = None,
     payload_timeout: float = 10.0,
     timeout: float | None = None,
+    deadline: float | None = None,
+    max_response_bytes: int | None = None,
 ) -> Diagnosis:
     """Check the live service behind ``client`` against ``profile`` (default: the
     client's), read-only: sign-in POSTs, GETs of the listing and fetchOrder, and a
@@ -70,7 +79,14 @@ async def adiagnose(
 
     Each step (sign-in, REST identity, listing, list items, fetchOrder, WebSocket) runs
     on its own: one that fails leaves its settings unknown and adds a ``check:`` row
-    saying why, and the others still run.
+    saying why, and the others still run. Like the client, each HTTP answer must arrive
+    whole within ``timeout`` (a gateway dripping bytes is cut there) and decode to at
+    most ``max_response_bytes``, and a WebSocket message may be that large at most; the
+    WebSocket never follows a redirect. A step that meets one of these limits stops
+    with a ``check:`` row saying which (observed ``timed out``, ``too large``, or
+    ``failed`` for a redirect). Once ``deadline`` seconds have passed, the step running
+    stops (its row: ``stopped``) and those left are not run (``not run``); what was seen
+    before is kept.
 
     Parameters
     ----------
@@ -82,8 +98,13 @@ async def adiagnose(
     payload_timeout : float, default 10.0
         Seconds to wait for the first payload of each channel.
     timeout : float, optional
-        Seconds for each HTTP request, for opening the WebSocket and for each of its
-        answers (default: ``client.settings.timeout``).
+        Seconds for each HTTP request's whole answer, for opening the WebSocket and for
+        each of its answers (default: ``client.settings.timeout``).
+    deadline : float, optional
+        Seconds for the whole run (default: 120 plus ``payload_timeout``).
+    max_response_bytes : int, optional
+        The largest HTTP answer (decoded) and WebSocket message taken (default:
+        ``client.settings.max_response_bytes``).
 
     Returns
     -------
@@ -93,21 +114,33 @@ async def adiagnose(
     Raises
     ------
     InvalidRequest
-        The client has no API key or secret (nothing is sent).
+        The client has no API key or secret, or a timeout, the deadline or the size cap
+        is not a finite positive number (nothing is sent).
     TransportError
-        The service does not answer the sign-in at all.
+        The service gives the sign-in no usable answer: none at all, none complete within
+        ``timeout``, or one over ``max_response_bytes``.
     """
     s = client.settings
+    wait = _seconds("timeout", s.timeout if timeout is None else timeout)
+    payload_wait = _seconds("payload_timeout", payload_timeout, zero=True)
+    whole = _seconds(
+        "deadline", DEFAULT_DEADLINE_S + payload_wait if deadline is None else deadline
+    )
+    cap = s.max_response_bytes if max_response_bytes is None else max_response_bytes
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise InvalidRequest(f"max_response_bytes must be an int >= 1, not {cap!r}")
     if not s.api_key or not s.api_secret:
         raise InvalidRequest(
             "the doctor needs credentials: set TOOLKIT_API_KEY and TOOLKIT_API_SECRET "
             "(or api_key=/api_secret=)"
         )
     assumed = profile or client.profile
+    # the same largest message as the client's streams take
+    policy = ConnectionPolicy.resolve(assumed, max_response_bytes=cap)
     redact = Redactor([s.api_secret])
     findings = Findings(assumed, redact)
-    wait = s.timeout if timeout is None else timeout
-    async with httpx.AsyncClient(base_url=s.base_url, timeout=wait, follow_redirects=False) as http:
+    # no per-read timeout: the deadline of each request covers its whole answer
+    async with httpx.AsyncClient(base_url=s.base_url, timeout=None, follow_redirects=False) as http:
         pr = Probe(
             base_url=s.base_url,
             ws_url=s.ws_url,
@@ -118,22 +151,55 @@ async def adiagnose(
             findings=findings,
             redact=redact,
             timeout=wait,
-            payload_timeout=payload_timeout,
+            payload_timeout=payload_wait,
+            max_bytes=cap,
+            max_message_bytes=policy.max_message_bytes,
         )
-        for name, step in STEPS:
-            try:
-                await step(pr)
-            except TransportError as exc:
-                if step is probe_signin:  # the service does not answer at all: say so
-                    raise
-                pr.failed(name, exc)
-            except Exception as exc:  # one step failing never stops the others
-                pr.failed(name, exc)
-    for line in pr.steps:
-        label, _, why = line.partition(": ")
-        findings.check(label, "unknown", "failed", why)
+        await _run_steps(pr, whole)
+    for label, observed, why in pr.steps:
+        findings.check(label, "unknown", observed, why)
     rows = findings.rows(assumed.settings(), UNOBSERVABLE)
     return Diagnosis(assumed=assumed, rows=rows, target=redact_url(s.base_url))
+
+
+async def _run_steps(pr: Probe, deadline: float) -> None:
+    """Every step in turn, each on its own, all within ``deadline`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    why = f"the doctor's deadline (deadline={deadline}s for the whole run) passed"
+    for name, step in STEPS:
+        if loop.time() >= end:
+            pr.stopped(name, "not run", f"{why} before this step")
+            continue
+        cut = asyncio.timeout_at(end)
+        try:
+            async with cut:
+                await step(pr)
+        except TimeoutError as exc:
+            if cut.expired():
+                pr.stopped(name, "stopped", f"{why} during this step; what it saw is kept")
+            else:
+                pr.failed(name, exc)
+        except TransportError as exc:
+            if step is probe_signin:  # the service does not answer at all: say so
+                raise
+            pr.failed(name, exc)
+        except Exception as exc:  # one step failing never stops the others
+            pr.failed(name, exc)
+
+
+def _seconds(name: str, value: object, *, zero: bool = False) -> float:
+    """``value`` as seconds, or InvalidRequest naming ``name`` (nothing sent yet)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not zero)
+    ):
+        bound = ">= 0" if zero else "> 0"
+        raise InvalidRequest(f"{name} must be a finite number of seconds {bound}, not {value!r}")
+    return float(value)
 
 
 def diagnose(
@@ -142,13 +208,18 @@ def diagnose(
     profile: ServiceProfile | None = None,
     payload_timeout: float = 10.0,
     timeout: float | None = None,
+    deadline: float | None = None,
+    max_response_bytes: int | None = None,
 ) -> Diagnosis:
     """The sync twin of :func:`adiagnose` (works in a script and inside Jupyter).
 
     Check the live service behind ``client`` against ``profile``, read-only: sign-in
     POSTs, GETs of the listing and fetchOrder, and a WebSocket that subscribes and
     unsubscribes. It never creates or cancels an order, and tokens and secrets never
-    appear in the result.
+    appear in the result. Each HTTP answer must arrive whole within ``timeout`` and be
+    at most ``max_response_bytes`` long, the WebSocket follows no redirect, and the run
+    ends after ``deadline`` seconds; a step that meets one of these limits stops with a
+    ``check:`` row saying which, and the others still run.
 
     Parameters
     ----------
@@ -161,8 +232,14 @@ def diagnose(
         Seconds to wait for the first payload of each channel (a quiet channel leaves its
         payload settings unknown).
     timeout : float, optional
-        Seconds for each HTTP request, for opening the WebSocket and for each of its
-        answers (default: ``client.settings.timeout``).
+        Seconds for each HTTP request's whole answer, for opening the WebSocket and for
+        each of its answers (default: ``client.settings.timeout``).
+    deadline : float, optional
+        Seconds for the whole run (default: 120 plus ``payload_timeout``); the step
+        running then stops and those left are not run.
+    max_response_bytes : int, optional
+        The largest HTTP answer (decoded) and WebSocket message taken (default:
+        ``client.settings.max_response_bytes``).
 
     Returns
     -------
@@ -173,9 +250,11 @@ def diagnose(
     Raises
     ------
     InvalidRequest
-        The client has no API key or secret (nothing is sent).
+        The client has no API key or secret, or a timeout, the deadline or the size cap
+        is not a finite positive number (nothing is sent).
     TransportError
-        The service does not answer the sign-in at all.
+        The service gives the sign-in no usable answer: none at all, none complete within
+        ``timeout``, or one over ``max_response_bytes``.
 
     Examples
     --------
@@ -186,5 +265,12 @@ def diagnose(
     from toolkit.client._sync import run_sync
 
     return run_sync(
-        adiagnose(client, profile=profile, payload_timeout=payload_timeout, timeout=timeout)
+        adiagnose(
+            client,
+            profile=profile,
+            payload_timeout=payload_timeout,
+            timeout=timeout,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
+        )
     )

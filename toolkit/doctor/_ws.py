@@ -1,6 +1,8 @@
 """The WebSocket probes of the doctor: how a wrong token is refused (HTTP status before the
 upgrade, or a close code after), the confirmation texts and first payload of each channel,
-the type ``onlyPriority`` takes, and the keep-alive action and its reply."""
+the type ``onlyPriority`` takes, and the keep-alive action and its reply. Connections take
+messages up to the client's streams' size (``max_message_bytes``) and never follow a
+redirect."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from toolkit.doctor import _shapes as sh
-from toolkit.doctor._probe import Probe
+from toolkit.doctor._probe import LimitExceeded, Probe
 from toolkit.doctor._rest import observe_orders
+from toolkit.errors import ToolkitError
 from toolkit.profile import get_path
+from toolkit.stream._keepalive import NoRedirectConnect, redirect_error, too_big
 
 CHANNELS = ("watchOrders", "watchTicker", "watchTickers", "watchBalance")
 KEEPALIVE_ACTIONS = ("ping", "heartbeat", "keepalive", "keep_alive")
@@ -31,8 +35,31 @@ def _url(pr: Probe, token: str) -> str:
 
 
 async def _open(pr: Probe, token: str) -> ClientConnection:
-    return await connect(
-        _url(pr, token), open_timeout=pr.timeout, logger=_LOGGER, ping_interval=None
+    """A connection as the client's streams open one: no redirect followed (a 3xx is a
+    TransportError saying where it pointed), messages up to ``pr.max_message_bytes``."""
+    url = _url(pr, token)
+    try:
+        return await NoRedirectConnect(
+            url,
+            open_timeout=pr.timeout,
+            close_timeout=pr.timeout,
+            logger=_LOGGER,
+            ping_interval=None,
+            max_size=pr.max_message_bytes,
+        )
+    except InvalidStatus as exc:
+        redirected = redirect_error(exc, url)
+        if redirected is None:
+            raise
+        raise redirected from None
+
+
+def _too_large(limit: int) -> LimitExceeded:
+    """A connection we closed (code 1009) for a message over ``limit``."""
+    return LimitExceeded(
+        f"a WebSocket message larger than max_message_bytes={limit} (the client's "
+        "max_response_bytes) arrived: the doctor closed the connection (code 1009)",
+        "too large",
     )
 
 
@@ -57,6 +84,8 @@ async def probe_refusal(pr: Probe) -> None:
     try:
         await asyncio.wait_for(ws.recv(), pr.timeout)
     except ConnectionClosed as exc:
+        if too_big(exc) is not None:  # our own close 1009 is no refusal
+            raise _too_large(pr.max_message_bytes) from None
         code = exc.rcvd.code if exc.rcvd else None
     except TimeoutError:
         pass
@@ -159,6 +188,10 @@ async def probe_stream(pr: Probe) -> None:
         if "watchTickers" in subscribed:
             await _only_priority(pr, conn)
         await _keepalive(pr, conn)
+    except ConnectionClosed as exc:
+        if too_big(exc) is None:
+            raise
+        raise _too_large(pr.max_message_bytes) from None
     finally:
         await ws.close()
 
@@ -313,6 +346,6 @@ async def _keepalive(pr: Probe, conn: _Conn) -> None:
 async def probe_ws(pr: Probe) -> None:
     try:
         await probe_refusal(pr)
-    except (OSError, WebSocketException, TimeoutError) as exc:
+    except (OSError, WebSocketException, TimeoutError, ToolkitError, LimitExceeded) as exc:
         pr.failed("WebSocket refusal", exc)
     await probe_stream(pr)
