@@ -5,13 +5,17 @@ or alone: ``python docs/tools/gen_pages.py``.
 Pages (under docs/src/generated/, not in git): the column dictionary (from the frames'
 schema), the service profile reference (from ``toolkit/profile/_model.py``), the report's
 metric definitions (from ``toolkit/report/_definitions.py``) and the CLI reference (from
-``--help``). Notebooks (docs/src/notebooks/, not in git): the executed copies that
-tests/test_notebooks.py leaves in out/notebooks/ when they are newer than the source,
-else each notebook is executed here against its own simulator."""
+``--help``). Notebooks (docs/src/notebooks/, not in git): the executed copies in
+out/notebooks/ (tests/test_notebooks.py leaves them there) when they were made from the
+notebook and the code as they are now, else each notebook is executed here against its
+own simulator. An executed copy made here carries a hash of its inputs (the notebook, the
+package's code, the profiles) in its metadata, compared on the next build; a copy without
+it counts only when it is newer than every input, and is then stamped."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import os
 import re
@@ -32,6 +36,10 @@ SECRETS = ("demo-secret", "market-only-secret", "orders-only-secret", "other-sec
 TOKEN = re.compile(r"token=(?!\*|<|x\b|REDACTED)[^&\s\"'<]{6,}", re.IGNORECASE)
 
 HERE = Path(__file__).resolve().parent
+#: what an executed notebook's outputs depend on besides the notebook itself
+CODE_GLOBS = ("toolkit/**/*.py", "profiles/*.toml")
+#: the executed copy's metadata key holding the hash of the inputs it was made from
+STAMP_KEY = "toolkit_docs_inputs"
 
 
 def write(path: Path, text: str) -> bool:
@@ -114,7 +122,9 @@ def profile_page() -> str:
     ]
     for section, klass in SECTIONS.items():
         notes = _field_notes(klass)
-        doc = " ".join((klass.__doc__ or "").split())
+        # the prose before the numpydoc sections (Parameters ...), which the table shows
+        prose = re.split(r"\n\s*[A-Z][A-Za-z ]+\n\s*-{3,}\s*\n", klass.__doc__ or "")[0]
+        doc = " ".join(prose.split())
         lines += [
             "",
             f"## `[{section}]`",
@@ -232,7 +242,7 @@ def _check_secrets(path: Path) -> None:
         raise RuntimeError(f"{path.name}: a secret or token is in its outputs; not published")
 
 
-def _execute(source: Path, target: Path) -> None:
+def _execute(source: Path, target: Path, stamp: str) -> None:
     import nbformat
     from nbclient import NotebookClient
 
@@ -245,22 +255,82 @@ def _execute(source: Path, target: Path) -> None:
             kernel_name="python3",
             resources={"metadata": {"path": str(source.parent)}},
         ).execute()
+    nb.metadata[STAMP_KEY] = stamp
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
+
+
+def code_files(root: Path = ROOT) -> list[Path]:
+    """The files besides a notebook that its outputs depend on (``CODE_GLOBS``)."""
+    found = {p for pattern in CODE_GLOBS for p in root.glob(pattern) if p.is_file()}
+    return sorted(p for p in found if "__pycache__" not in p.parts)
+
+
+def inputs_hash(source: Path, code: list[Path], root: Path = ROOT) -> str:
+    """A hash of ``source`` and ``code`` (names and contents): what an executed copy of the
+    notebook was made from."""
+    digest = hashlib.sha256()
+    for path in [source, *code]:
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _stamp_of(executed: Path) -> str | None:
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return None
+    value = nb.metadata.get(STAMP_KEY)
+    return value if isinstance(value, str) else None
+
+
+def _write_stamp(executed: Path, stamp: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    nb.metadata[STAMP_KEY] = stamp
+    nbformat.write(nb, executed)
+
+
+def is_fresh(executed: Path, source: Path, code: list[Path], stamp: str) -> bool:
+    """Whether ``executed`` shows what ``source`` gives with today's code: its stamp is
+    ``stamp``; without a stamp (a copy tests/test_notebooks.py wrote), it is newer than
+    the notebook and every code file. A fresh copy without a stamp is stamped, so a later
+    change of the code is seen whatever the files' times say."""
+    if not executed.exists():
+        return False
+    saved = _stamp_of(executed)
+    if saved is not None:
+        return saved == stamp
+    made = executed.stat().st_mtime
+    if any(path.stat().st_mtime > made for path in [source, *code]):
+        return False
+    try:
+        _write_stamp(executed, stamp)
+    except (OSError, ValueError):
+        return False  # not a readable notebook: made again
+    return True
 
 
 def notebooks(execute: bool = True) -> list[str]:
     """Copy the executed notebooks into the site; returns what was executed here."""
     ran: list[str] = []
     NOTEBOOKS_OUT.mkdir(parents=True, exist_ok=True)
+    code = code_files()
     for source in sorted((ROOT / "notebooks").glob("*.ipynb")):
         executed = EXECUTED / source.name
-        fresh = executed.exists() and executed.stat().st_mtime >= source.stat().st_mtime
-        if not fresh:
+        stamp = inputs_hash(source, code)
+        if not is_fresh(executed, source, code, stamp):
             if not execute:
-                raise RuntimeError(f"{source.name} has no executed copy in {EXECUTED}")
+                raise RuntimeError(
+                    f"{source.name} has no executed copy in {EXECUTED} made from today's "
+                    "notebook and code"
+                )
             started = time.monotonic()
-            _execute(source, executed)
+            _execute(source, executed, stamp)
             ran.append(f"{source.stem} ({time.monotonic() - started:.0f} s)")
         _check_secrets(executed)
         target = NOTEBOOKS_OUT / source.name

@@ -48,15 +48,23 @@ def test_report_command_reads_a_partial_export(export_dir: Path, tmp_path: Path)
     assert "<section" in out.read_text(encoding="utf-8")
 
 
-def test_report_command_with_an_empty_market_root(export_dir: Path, tmp_path: Path) -> None:
+def test_report_command_refuses_a_market_root_that_is_no_recording(
+    export_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an empty folder, a typo, an empty path: refused in one line, never a report that
+    # quietly says "market recording: none"
     out = tmp_path / "r.html"
-    market = tmp_path / "rec"
-    market.mkdir()
-    assert (
-        main(["report", "--orders", str(export_dir), "--market", str(market), "--out", str(out)])
-        == 0
-    )
-    assert "market recording: none" in out.read_text(encoding="utf-8")
+    empty = tmp_path / "rec"
+    empty.mkdir()
+    for market in (str(empty), str(tmp_path / "nope")):
+        argv = ["report", "--orders", str(export_dir), "--market", market, "--out", str(out)]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "--market: " in err and market in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--orders", str(export_dir), "--market", "", "--out", str(out)])
+    assert info.value.code == 2 and "empty path" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_report_command_errors_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from toolkit._atomic import MANIFEST
+from toolkit.errors import InvalidRequest
 from toolkit.frames._frames import OrderFrames, build_frames
 from toolkit.frames._schema import FRAME_NAMES
 from toolkit.protocol import to_epoch_ms
@@ -302,15 +303,16 @@ def test_known_fields_sent_with_another_json_type() -> None:
 
 
 def test_bad_input_raises_clear_errors() -> None:
-    with pytest.raises(ValueError, match="order #1 is not valid JSON"):
+    # InvalidRequest: a ValueError, and a tk.ToolkitError like every bad input
+    with pytest.raises(InvalidRequest, match="order #1 is not valid JSON"):
         build_frames([json.dumps(closed()), b"{not json"])
-    with pytest.raises(ValueError, match="order #0 is not a JSON object"):
+    with pytest.raises(InvalidRequest, match="order #0 is not a JSON object"):
         build_frames([b"[1, 2]"])
-    with pytest.raises(ValueError, match="order #0"):
+    with pytest.raises(InvalidRequest, match="order #0"):
         build_frames([b""])
-    with pytest.raises(TypeError, match="order #0"):
+    with pytest.raises(InvalidRequest, match="order #0"):
         build_frames([42])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="sequence of orders"):
+    with pytest.raises(InvalidRequest, match="sequence of orders"):
         build_frames(json.dumps(closed()))
 
 

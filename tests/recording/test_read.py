@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from toolkit.errors import InvalidRequest
 from toolkit.recording._read import order_ids_in_recording, read_recording
 from toolkit.recording._rows import COLUMNS, partition_dir, row_from_message, session_row
 from toolkit.recording._wal import Row
@@ -149,14 +150,16 @@ def test_symbols_filter_keeps_session_rows(recording: Path) -> None:
     assert (df["channel"] == "_session").sum() == 1
 
 
-def test_empty_or_missing_recording_is_a_typed_empty_frame(tmp_path: Path) -> None:
-    full = read_recording(tmp_path / "rec-none")
+def test_a_recording_without_rows_yet_is_a_typed_empty_frame(tmp_path: Path) -> None:
+    # a recorder that has begun (its write-ahead folder) and written no Parquet yet
+    (tmp_path / "_wal").mkdir()
+    full = read_recording(tmp_path)
     assert full.empty and list(full.columns) == list(COLUMNS)
     assert str(full["received_at"].dtype) == "datetime64[ns, UTC]"
     assert full["bid"].dtype == "float64"
-    empty_dir = tmp_path / "empty"
-    empty_dir.mkdir()
-    assert read_recording(empty_dir).dtypes.equals(full.dtypes)
+    # a missing folder is no recording (tests/recording/test_read_missing_root.py)
+    with pytest.raises(InvalidRequest, match="no recording at"):
+        read_recording(tmp_path / "rec-none")
 
 
 def test_columns_argument_is_checked(recording: Path) -> None:
@@ -277,4 +280,5 @@ def test_a_channel_name_from_the_wire_cannot_escape_the_root(tmp_path: Path) -> 
 
 def test_order_ids_in_recording_in_first_seen_order(recording: Path, tmp_path: Path) -> None:
     assert order_ids_in_recording(recording) == ["m-1", "l-2"]
-    assert order_ids_in_recording(tmp_path / "none") == []
+    with pytest.raises(InvalidRequest, match="no recording at"):
+        order_ids_in_recording(tmp_path / "none")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from toolkit.errors import InvalidRequest
 from toolkit.recording._recorder import Recorder
 from toolkit.recording._replay import replay
 from toolkit.recording._rows import row_from_message, session_row
@@ -104,7 +105,8 @@ def test_replay_filters(recording: Path) -> None:
     assert {type(e) for e in only_orders} == {OrderEvent}
     window = list(replay(recording, start=T0 + S, end=T0 + 4 * S))
     assert [(e.received_at_ns - T0) // S for e in window] == [1, 2, 3, 3]
-    assert list(replay(recording.parent / "nothing-here")) == []
+    with pytest.raises(InvalidRequest, match="no recording at"):
+        replay(recording.parent / "nothing-here")
 
 
 class FakeClock:

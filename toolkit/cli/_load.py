@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from collections.abc import Mapping
-from pathlib import Path
 
 from toolkit.cli._connect import (
     ENV_HELP,
@@ -16,6 +16,7 @@ from toolkit.cli._connect import (
     path_arg,
     positive_int,
 )
+from toolkit.cli._ids import read_ids_file as read_ids_file
 from toolkit.errors import InvalidRequest
 
 
@@ -36,10 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--since", help="createdAt on or after (ISO date/datetime, UTC)")
     parser.add_argument("--until", help="createdAt before (ISO date/datetime, UTC)")
     parser.add_argument("--symbol", action="append", dest="symbols", help="BASE/QUOTE; repeatable")
-    parser.add_argument("--ids-file", type=Path, help="file with one order id per line")
+    parser.add_argument(
+        "--ids-file", type=path_arg, help="file with one order id per line (# comments)"
+    )
     parser.add_argument(
         "--ids-from",
-        type=Path,
+        type=path_arg,
         metavar="ROOT",
         help="a recording (toolkit record --out ROOT): load every order id seen in it",
     )
@@ -53,22 +56,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def read_ids_file(path: Path) -> list[str]:
-    """The order ids of ``path``: one per line, blank lines and ``#`` comments skipped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidRequest(
-            f"--ids-file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
-        ) from exc
-    return [
-        line.strip()
-        for line in text.splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-
-
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    from toolkit.client._loaders import MissingOrdersWarning
+
     # a bad --out is refused before the load (possibly many requests), not after it
     check_output_dir(args.out, "--out")
     options: dict[str, object] = {}
@@ -77,15 +67,20 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
     if args.concurrency is not None:
         options["concurrency"] = args.concurrency
     status = ",".join(args.status) if args.status else None
-    ids = read_ids_file(args.ids_file) if args.ids_file is not None else None
+    ids = read_ids_file(args.ids_file, "--ids-file") if args.ids_file is not None else None
     if args.ids_from is not None:
-        from toolkit.recording._read import order_ids_in_recording
+        from toolkit.recording._read import order_ids_in_recording, recording_root
 
-        if not args.ids_from.is_dir():
-            raise InvalidRequest(f"--ids-from: no recording at {args.ids_from}")
+        try:
+            recording_root(args.ids_from)
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"--ids-from: {exc}") from None
         ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
     started = time.perf_counter()
-    with client_from_args(args, environ, **options) as client:
+    with client_from_args(args, environ, **options) as client, warnings.catch_warnings():
+        # the orders not found are logged in one line and counted in the summary: the
+        # warning would repeat them, naming a line of the library
+        warnings.simplefilter("ignore", MissingOrdersWarning)
         frames = client.load_orders(
             status=status,
             since=args.since,

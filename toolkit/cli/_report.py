@@ -29,9 +29,12 @@ def register(subparsers: Any) -> None:
         "evaluated_tickers.parquet, ... as OrderFrames.to_parquet writes them) and write the "
         "execution-quality report as one self-contained HTML file.",
     )
-    p.add_argument("--orders", required=True, metavar="DIR", help="directory of the export")
+    p.add_argument(
+        "--orders", type=path_arg, required=True, metavar="DIR", help="directory of the export"
+    )
     p.add_argument(
         "--market",
+        type=path_arg,
         metavar="ROOT",
         help="root of a recording with the watchticker channel (enables arrival slippage "
         "and markouts)",
@@ -57,7 +60,9 @@ def load_frames(directory: Path) -> Any:
     """The export as ``OrderFrames`` when complete; else the frames present, read directly."""
     missing = [n for n in FRAME_FILES if not (directory / f"{n}.parquet").is_file()]
     if "orders" in missing:
-        raise FileNotFoundError(f"no orders.parquet in {directory}")
+        from toolkit.errors import InvalidRequest
+
+        raise InvalidRequest(f"no orders.parquet in {directory}")
     if not missing:
         from toolkit.frames._frames import OrderFrames
 
@@ -87,12 +92,15 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidRequest(f"--tables {tables} is the --out file or inside it")
     frames = load_frames(orders_dir)
     market = None
-    if args.market:
-        if not Path(args.market).is_dir():
-            raise InvalidRequest(f"--market {args.market} is not a recording folder")
+    if args.market is not None:
+        from toolkit.recording._read import recording_root
+
         # the root: the report reads watchticker and watchtickers (one row per pair) and
         # the _session rows that say where the recording has gaps
-        market = Path(args.market)
+        try:
+            market = recording_root(args.market)
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"--market: {exc}") from None
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)
     report.to_html(out)
     print(f"report: {out}  ({report.describe()})")

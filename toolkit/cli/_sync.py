@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 
 from toolkit.cli._connect import (
     ENV_HELP,
@@ -15,8 +14,8 @@ from toolkit.cli._connect import (
     positive_int,
     seconds_arg,
 )
+from toolkit.cli._ids import read_ids_file
 from toolkit.errors import InvalidRequest
-from toolkit.protocol import validate_order_id
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,30 +62,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _read_ids(path: Path) -> list[str]:
-    """The order ids of ``path``: one per line, blank lines and ``#`` comments skipped; a
-    bad id is named with its file and line, before anything is sent or written."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InvalidRequest(f"--ids: no file {path}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidRequest(
-            f"--ids {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8, one order id "
-            "per line"
-        ) from None
-    ids: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        oid = line.strip()
-        if not oid or oid.startswith("#"):
-            continue
-        try:
-            ids.append(validate_order_id(oid))
-        except InvalidRequest as exc:
-            raise InvalidRequest(f"--ids {path}:{number}: {exc}") from None
-    return ids
-
-
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     """Sync the store and print what it did and what the store now covers; a mistake
     raises (``toolkit.cli`` prints it in one line)."""
@@ -98,7 +73,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
         options["profile_id"] = args.profile_id
     if args.concurrency is not None:
         options["concurrency"] = args.concurrency
-    ids = _read_ids(args.ids) if args.ids is not None else []
+    ids = read_ids_file(args.ids, "--ids") if args.ids is not None else []
     for root in args.from_recording:
         try:
             check_recording(root)

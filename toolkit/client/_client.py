@@ -47,18 +47,59 @@ class ClientState(enum.Enum):
 class Client(LimitOrderWrites):
     """The trading service, from Python.
 
-    ``Client(base_url, ws_url=None, api_key=None, api_secret=None, *, profile_id=None,
-    profile=None, concurrency=16, timeout=10.0, auth=None, **settings)`` or
-    ``Client.from_env(profile=...)``. ``profile`` (a :class:`~toolkit.profile.ServiceProfile`,
-    default ``DEFAULT_PROFILE``) holds every assumption about what the spec leaves unshown;
-    any other :class:`~toolkit.client._settings.Settings` field can be given as a keyword.
-    ``auth`` replaces the default :class:`~toolkit.client._auth.TokenAuth` with any
-    ``httpx.Auth``.
+    ``Client(base_url, api_key=..., api_secret=...)`` or ``Client.from_env(profile=...)``.
+    ``profile`` (a :class:`~toolkit.profile.ServiceProfile`, default ``DEFAULT_PROFILE``)
+    holds every assumption about what the spec leaves unshown. Every argument given
+    replaces that field of ``settings`` (or of fresh :class:`~toolkit.client.Settings`).
 
     Every network call is a coroutine (``afetch_order``...); the twin without the ``a``
     runs it on the client's private loop thread and waits, so it works in a script and
     inside Jupyter's running loop alike. Use as ``with``/``async with``, or call
     ``close()``/``aclose()``.
+
+    Parameters
+    ----------
+    base_url : str, optional
+        The service's REST root, an absolute http(s) URL; required unless ``settings``
+        gives it.
+    ws_url : str, optional
+        The WebSocket address (default: ``base_url`` with http -> ws, https -> wss).
+    api_key : str, optional
+        The API key to sign in with.
+    api_secret : str, optional
+        The API secret to sign in with.
+    profile_id : str, optional
+        The account profile (``profileId``) of creates and cancels that name none.
+    profile : ServiceProfile, optional
+        Every assumption about what the spec leaves unshown (default
+        ``DEFAULT_PROFILE``).
+    concurrency : int, optional
+        Requests in flight at once (default 16, the ``Settings`` default).
+    timeout : float, optional
+        Deadline of one attempt in seconds, the whole answer included (default 10.0, the
+        ``Settings`` default).
+    auth : httpx.Auth, optional
+        Replaces the default :class:`~toolkit.client.TokenAuth` (made from ``api_key``
+        and ``api_secret`` when both are set).
+    settings : Settings, optional
+        All settings at once; the arguments above and ``**options`` replace its fields.
+    transport : httpx.AsyncBaseTransport, optional
+        The httpx transport to send through (tests use ``httpx.MockTransport``).
+    event_hooks : mapping of str to list of callables, optional
+        httpx event hooks (``"request"``, ``"response"``).
+    sleep : async callable, default asyncio.sleep
+        How retries wait (tests inject a fake).
+    clock : callable, default time.time
+        Wall-clock seconds, for the token's expiry.
+    **options : Any
+        Any other :class:`~toolkit.client.Settings` field (``max_retries``,
+        ``page_size``, ``rate_limit_budget_s``...).
+
+    Raises
+    ------
+    InvalidRequest
+        No ``base_url`` (nor ``settings``), an unknown setting, an old keyword the profile
+        now holds (naming its setting), or a setting out of its range.
     """
 
     def __init__(

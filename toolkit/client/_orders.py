@@ -149,8 +149,19 @@ class LimitOrderWrites:
         or with one that is not a limit-order status, raises InvalidResponse naming the
         order and the field. 404 raises RouteNotActive when the limit routes are not
         active here, else OrderNotFound (unknown order, or not in that profile; also when
-        the listing probe that tells the two apart fails otherwise).
+        the listing probe that tells the two apart fails otherwise). Every error carries
+        ``order_id``.
         """
+        try:
+            return await self._cancel_one(order_id, profile_id, reason)
+        except ToolkitError as exc:
+            if exc.order_id is None and isinstance(order_id, str):
+                exc.order_id = order_id  # the order the call was about, even a refused id
+            raise
+
+    async def _cancel_one(
+        self, order_id: str, profile_id: str | None, reason: str | None
+    ) -> CancelResult:
         oid = validate_order_id(order_id)
         profile = self._settings.profile
         path = profile.rest.cancel_path.format(order_id=order_id_path_segment(oid))
@@ -211,7 +222,12 @@ class LimitOrderWrites:
             )
         except RouteNotActive as probe:
             raise RouteNotActive(
-                probe.message, method=exc.method, url=exc.url, status=exc.status, body=exc.body
+                probe.message,
+                method=exc.method,
+                url=exc.url,
+                status=exc.status,
+                body=exc.body,
+                order_id=exc.order_id,
             ) from exc
         except ToolkitError:
             # the probe could not tell (a 503, a key that may cancel but not list...): the

@@ -346,9 +346,26 @@ class AsyncRest:
         json_body: Any = None,
         idempotent: bool | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; return the 2xx response or raise."""
+        """Send one request with retries; return the 2xx response or raise. A fetchOrder's
+        error carries ``order_id`` (its ``rest.fetch_order_param`` parameter)."""
         if idempotent is None:
             idempotent = method in ("GET", "HEAD", "OPTIONS")
+        try:
+            return await self._send(method, path, route, params, json_body, idempotent)
+        except ToolkitError as exc:
+            if exc.order_id is None and route is Route.FETCH_ORDER and params:
+                exc.order_id = params.get(self.settings.profile.rest.fetch_order_param)
+            raise
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        route: Route,
+        params: Mapping[str, str] | None,
+        json_body: Any,
+        idempotent: bool,
+    ) -> httpx.Response:
         url = self.settings.base_url + path
         pool = await self._pool()
         settings = self.settings

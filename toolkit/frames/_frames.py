@@ -69,8 +69,10 @@ def build_frames(
     (wider when a value needs it) with ``exact=True``; timestamps become
     ``datetime64[ms, UTC]`` whether sent in seconds or milliseconds (decided per column:
     values below 1e11 are seconds). Unknown fields are kept as columns with their JSON types;
-    a field whose type changes between orders becomes text. Raises ``ValueError`` for a body
-    that is not a JSON object and ``TypeError`` for an item of another type.
+    a field whose type changes between orders becomes text. Raises
+    :class:`~toolkit.errors.InvalidRequest` (a ``ValueError``) naming the item's position
+    for a body that is not one JSON object, an item of another type, or a mapping JSON
+    cannot hold.
 
     ``profile`` (default: the default profile) names the ``evaluatedTickers`` element fields
     (``orders.quote_venue_field``, ``quote_price_field``, ``quote_time_field``,
@@ -254,17 +256,37 @@ class OrderFrames:
 
     @classmethod
     def read_parquet(cls, directory: str | os.PathLike[str]) -> OrderFrames:
-        """Read back what :meth:`to_parquet` wrote, with the same dtypes. Raises
-        ``ValueError`` when the folder's manifest shows an interrupted export."""
+        """Read back what :meth:`to_parquet` wrote, with the same dtypes.
+
+        Raises :class:`~toolkit.errors.InvalidRequest` (a ``ValueError``) naming the
+        folder or file: an empty path, a folder that does not exist, one without the five
+        ``<name>.parquet`` files, whose manifest shows an interrupted export, or with a
+        file that is not Parquet (damaged, cut short)."""
+        if not isinstance(directory, str | os.PathLike) or not str(os.fspath(directory)).strip():
+            raise InvalidRequest(f"read_parquet needs a folder path, not {directory!r}")
         root = Path(directory)
+        if not root.is_dir():
+            raise InvalidRequest(f"no export at {root} (a folder OrderFrames.to_parquet wrote)")
         if (root / MANIFEST).exists() and read_manifest(root) is None:
-            raise ValueError(
+            raise InvalidRequest(
                 f"{root} holds an incomplete export (its {MANIFEST} does not match the "
                 "files); export again"
             )
-        tables = {name: pq.read_table(root / f"{name}.parquet") for name in FRAME_NAMES}
+        absent = [
+            f"{name}.parquet" for name in FRAME_NAMES if not (root / f"{name}.parquet").is_file()
+        ]
+        if absent:
+            raise InvalidRequest(
+                f"{root} is not an export of OrderFrames.to_parquet: no {', '.join(absent)}"
+            )
+        tables = {name: _read_frame(root / f"{name}.parquet") for name in FRAME_NAMES}
         meta = (tables["orders"].schema.metadata or {}).get(_PARQUET_META_KEY)
-        info = json.loads(meta) if meta else {}
+        try:
+            info = json.loads(meta) if meta else {}
+        except ValueError:
+            raise InvalidRequest(
+                f"{root / 'orders.parquet'}: its toolkit metadata is not JSON; export again"
+            ) from None
         missing = list(info.get("missing", []))
         quote_fields = QuoteFields.from_dict(info.get("quote_fields"))
         frames = _from_tables(tables, missing, quote_fields=quote_fields)
@@ -302,6 +324,14 @@ class OrderFrames:
             parts.append(f"<p>{len(self.missing):,} order(s) could not be loaded</p>")
         parts.append("</div>")
         return "".join(parts)
+
+
+def _read_frame(path: Path) -> pa.Table:
+    """One file of an export, or InvalidRequest naming it when it is not Parquet."""
+    try:
+        return pq.read_table(path)
+    except pa.ArrowInvalid as exc:
+        raise InvalidRequest(f"{path} is damaged or not Parquet ({exc}); export again") from None
 
 
 def _jsonable(value: object) -> bool:

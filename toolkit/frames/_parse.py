@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.json as pj
 
+from toolkit.errors import InvalidRequest
 from toolkit.frames._schema import ORDER, Field, ListOf, QuoteFields, Struct, order_spec
 from toolkit.protocol import JsonShapeError, kind_of, loads_bounded
 from toolkit.protocol._json import bytes_may_nest_deeper
@@ -94,7 +95,7 @@ _dumps = json.JSONEncoder(separators=(",", ":"), default=_json_default).encode
 
 def _bodies(raw_orders: Sequence[RawOrder]) -> list[bytes]:
     if isinstance(raw_orders, str | bytes | bytearray | Mapping):
-        raise TypeError("build_frames takes a sequence of orders, not a single order")
+        raise InvalidRequest("build_frames takes a sequence of orders, not a single order")
     out: list[bytes] = []
     append = out.append
     for i, item in enumerate(raw_orders):
@@ -105,9 +106,12 @@ def _bodies(raw_orders: Sequence[RawOrder]) -> list[bytes]:
         elif isinstance(item, bytearray | memoryview):
             append(bytes(item))
         elif isinstance(item, Mapping):
-            append(_dumps(item).encode())
+            try:
+                append(_dumps(item).encode())
+            except (TypeError, ValueError) as exc:  # a value JSON cannot hold, a cycle
+                raise InvalidRequest(f"order #{i}: {exc}") from None
         else:
-            raise TypeError(
+            raise InvalidRequest(
                 f"order #{i}: expected bytes, str or a mapping, got {type(item).__name__}"
             )
     return out
@@ -125,12 +129,12 @@ def _check_shapes(bodies: list[bytes]) -> None:
                 what = f"not a JSON object but {kind_of(loads_bounded(text))}"
             except JsonShapeError as exc:
                 what = "empty" if not text else str(exc).replace("not JSON", "not valid JSON", 1)
-            raise ValueError(f"order #{i} is {what}")
+            raise InvalidRequest(f"order #{i} is {what}")
         if bytes_may_nest_deeper(text):
             try:
                 loads_bounded(text)
             except JsonShapeError as exc:
-                raise ValueError(f"order #{i}: {exc}") from None
+                raise InvalidRequest(f"order #{i}: {exc}") from None
 
 
 def _join(bodies: list[bytes]) -> bytes:
@@ -173,7 +177,7 @@ def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
     try:
         table = _read(data, _schema_with(overrides, schema))
     except pa.ArrowInvalid as exc:
-        raise ValueError(f"could not normalise the orders: {exc}") from exc
+        raise InvalidRequest(f"could not normalise the orders: {exc}") from exc
     if table.num_rows != len(bodies):  # pragma: no cover - _repair emits one line per body
         raise ValueError(f"expected {len(bodies)} orders, parsed {table.num_rows}")
     return table
@@ -312,11 +316,11 @@ def _repair(
         try:
             doc = json.loads(body, parse_float=Decimal)
         except RecursionError:
-            raise ValueError(f"order #{i}: JSON nested too deep") from None
+            raise InvalidRequest(f"order #{i}: JSON nested too deep") from None
         except ValueError as exc:
-            raise ValueError(f"order #{i} is not valid JSON: {exc}") from None
+            raise InvalidRequest(f"order #{i} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
-            raise ValueError(f"order #{i} is not a JSON object but {_kind(doc)}")
+            raise InvalidRequest(f"order #{i} is not a JSON object but {_kind(doc)}")
         docs.append(doc)
     kinds: dict[Path_, set[str]] = {}
     for doc in docs:

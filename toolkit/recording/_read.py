@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._rows import (
     COLUMNS,
@@ -71,7 +72,7 @@ def channel_columns(channels: Iterable[str]) -> list[str]:
 def _wanted_columns(columns: ColumnsArg, names: list[str] | None) -> list[str]:
     if isinstance(columns, str):
         if columns != "all":
-            raise ValueError(f'columns must be a list of names or "all"; got {columns!r}')
+            raise InvalidRequest(f'columns must be a list of names or "all"; got {columns!r}')
         return list(COLUMNS)
     if columns is not None:
         return list(columns)
@@ -82,7 +83,7 @@ def _timestamp_ns(value: TimeLike) -> int:
     """Nanoseconds since the epoch (UTC) of a str, datetime, pandas Timestamp, or number
     (a number is read as seconds, milliseconds or nanoseconds by magnitude)."""
     if isinstance(value, bool):
-        raise TypeError("a time cannot be a bool")
+        raise InvalidRequest("a time cannot be a bool")
     if isinstance(value, int | float):
         magnitude = abs(value)
         if magnitude < 1e11:
@@ -92,7 +93,10 @@ def _timestamp_ns(value: TimeLike) -> int:
         return int(value)
     import pandas as pd
 
-    ts = pd.Timestamp(value)
+    try:
+        ts = pd.Timestamp(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"not a time: {value!r} ({exc})") from None
     if ts.tzinfo is None:
         ts = ts.tz_localize("UTC")
     return int(ts.tz_convert("UTC").value)
@@ -111,9 +115,29 @@ def _channels(channel: str | Iterable[str] | None) -> list[str] | None:
         # "watchTicker:BTC/BRL" names the channel; the symbol is for ``symbols``
         base = name.strip().partition(":")[0].lower()
         if not base:
-            raise ValueError(f"empty channel name {name!r}")
+            raise InvalidRequest(f"empty channel name {name!r}")
         out.append(base)
     return out
+
+
+def recording_root(root: object) -> Path:
+    """``root`` as the folder of a recording (its ``channel=*/`` folders, or the ``_wal/``
+    of a recorder that has not written one yet), or InvalidRequest naming it: an empty
+    path, a folder that does not exist or one that is no recording would otherwise read
+    as a recording without rows."""
+    from toolkit.recording._root import WAL_DIR
+
+    if not isinstance(root, str | os.PathLike) or not str(os.fspath(root)).strip():
+        raise InvalidRequest(f"a recording needs a folder path, not {root!r}")
+    path = Path(root)
+    if not path.is_dir():
+        raise InvalidRequest(f"no recording at {path} (a folder written by toolkit record)")
+    if not (path / WAL_DIR).is_dir() and not any(p.is_dir() for p in path.glob("channel=*")):
+        raise InvalidRequest(
+            f"{path} is not a recording: it has no channel=*/ folders (nor {WAL_DIR}/); give "
+            "the folder toolkit record --out (or tk.Recorder) wrote"
+        )
+    return path
 
 
 def _files(root: str | os.PathLike[str]) -> list[str]:
@@ -157,9 +181,11 @@ def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
     """The profile a recording's columns were extracted under, as its files' metadata
     name it (payload mapping and time unit); the default for files without it. When the
     files disagree, the most recent one's, with a warning (``read_recording`` and
-    ``replay`` read each file under its own)."""
+    ``replay`` read each file under its own). InvalidRequest when ``root`` is no
+    recording."""
     import pyarrow.parquet as pq
 
+    recording_root(root)
     found: dict[str, tuple[str, ServiceProfile]] = {}
     for path in _files(root):
         try:
@@ -259,11 +285,15 @@ def read_table(
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
+    recording_root(root)
     names = _channels(channel)
     wanted = _wanted_columns(columns, names)
     unknown = sorted(set(wanted) - set(COLUMNS))
     if unknown:
-        raise ValueError(f"unknown recording columns: {', '.join(unknown)}")
+        raise InvalidRequest(f"unknown recording columns: {', '.join(unknown)}")
+    # every argument is checked, also when there is nothing to read yet
+    start_ns = None if start is None else _timestamp_ns(start)
+    end_ns = None if end is None else _timestamp_ns(end)
     schema = recording_schema()
     dataset = _dataset(root)
     if dataset is None:
@@ -283,12 +313,10 @@ def read_table(
         both(ds.field("channel").isin(names))
     if dates is not None:
         both(ds.field("date").isin(list(dates)))
-    if start is not None:
-        start_ns = _timestamp_ns(start)
+    if start_ns is not None:
         both(ds.field("date") >= _date(start_ns))
         both(ds.field("received_at") >= pc.scalar(start_ns).cast(schema.field("received_at").type))
-    if end is not None:
-        end_ns = _timestamp_ns(end)
+    if end_ns is not None:
         both(ds.field("date") <= _date(end_ns))
         both(ds.field("received_at") < pc.scalar(end_ns).cast(schema.field("received_at").type))
     # under another profile, these channels' columns are read again from ``raw``
@@ -420,8 +448,10 @@ def read_recording(
 
     Raises
     ------
-    ValueError
-        An unknown column name, or ``columns`` a string other than ``"all"``.
+    InvalidRequest
+        ``root`` is empty, does not exist or is no recording (no ``channel=*/`` folders
+        nor ``_wal/``); an unknown column name, or ``columns`` a string other than
+        ``"all"``; a ``start``/``end`` that is no time. (A ``ValueError`` too.)
 
     Examples
     --------

@@ -23,8 +23,16 @@ from collections.abc import (
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.recording._read import FILE_COLUMN, TimeLike, _dataset, file_profiles, read_table
+from toolkit.recording._read import (
+    FILE_COLUMN,
+    TimeLike,
+    _dataset,
+    file_profiles,
+    read_table,
+    recording_root,
+)
 from toolkit.recording._rows import SESSION_CHANNEL
 from toolkit.stream._events import Event, SessionEvent, event_from_message
 
@@ -34,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Replay", "events_from_table", "replay"]
 
 _BATCH = 8_192
+_INF = float("inf")
 _COLUMNS = [
     "received_at",
     "connection_id",
@@ -125,9 +134,13 @@ class Replay:
         asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         profile: ServiceProfile | None = None,
     ) -> None:
-        if speed is not None and speed <= 0:
-            raise ValueError("speed must be > 0, or None for as fast as possible")
-        self.root = Path(root)
+        if speed is not None and not (
+            isinstance(speed, int | float) and not isinstance(speed, bool) and 0 < speed < _INF
+        ):
+            raise InvalidRequest(
+                f"speed must be a finite number > 0, or None for as fast as possible; got {speed!r}"
+            )
+        self.root = recording_root(root)
         self.speed = speed
         self.channels = channels
         self.start = start
@@ -232,6 +245,8 @@ def replay(
     ``clock`` (monotonic seconds) - tests inject a fake clock. ``channels``, ``start``,
     ``end`` and ``symbols`` filter as in ``read_recording``. Each event is built under the
     profile its file was written under (the file's metadata), or ``profile``.
+    InvalidRequest at once when ``root`` is empty, does not exist or is no recording
+    (no ``channel=*/`` folders nor ``_wal/``), or for a ``speed`` that is not > 0.
     """
     return Replay(
         root,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from toolkit._atomic import atomic_files, atomic_write_text
+from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
@@ -49,7 +50,7 @@ class ExecutionReport:
     def __init__(self, tables: Mapping[str, pd.DataFrame], *, title: str = DEFAULT_TITLE):
         missing = [n for n in _table_names() if n not in tables]
         if missing:
-            raise ValueError(f"report tables missing: {', '.join(missing)}")
+            raise InvalidRequest(f"report tables missing: {', '.join(missing)}")
         self.tables: dict[str, pd.DataFrame] = dict(tables)
         self.title = title
 

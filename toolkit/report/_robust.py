@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolkit.errors import InvalidRequest
 from toolkit.report._columns import _conform, empty
 from toolkit.report._definitions import BOOTSTRAP_RESAMPLES
 
@@ -250,7 +251,7 @@ def comparison(po: pd.DataFrame, compare: Sequence[Period] | None) -> pd.DataFra
     if not compare:
         return empty(COMPARISON_COLUMNS)
     if len(compare) != 2:
-        raise ValueError("compare takes two periods: ((start_a, end_a), (start_b, end_b))")
+        raise InvalidRequest("compare takes two periods: ((start_a, end_a), (start_b, end_b))")
     a, b = (headline(in_period(po, p)).set_index(["type", "metric"]) for p in compare)
     keys = a.index.union(b.index, sort=False)
     a, b = a.reindex(keys), b.reindex(keys)

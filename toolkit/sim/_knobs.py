@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
 
 EventMode = Literal["all", "outcome_only"]
@@ -85,7 +86,7 @@ class Knobs:
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names)
         if unknown:
-            raise ValueError(f"unknown simulator knob(s): {', '.join(unknown)}")
+            raise InvalidRequest(f"unknown simulator knob(s): {', '.join(unknown)}")
         checked = {name: check_knob(name, value) for name, value in changes.items()}
         for name, value in checked.items():
             setattr(self, name, value)
@@ -96,19 +97,19 @@ class Knobs:
 
 def _number(name: str, value: Any, low: float, high: float, *, low_open: bool) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"knob {name} must be a number, not {value!r}")
+        raise InvalidRequest(f"knob {name} must be a number, not {value!r}")
     number = float(value)
     too_low = number <= low if low_open else number < low
     if number != number or too_low or number > high:
         bound = f"> {low:g}" if low_open else f">= {low:g}"
         upper = "" if high == float("inf") else f" and <= {high:g}"
-        raise ValueError(f"knob {name} must be {bound}{upper}, not {value!r}")
+        raise InvalidRequest(f"knob {name} must be {bound}{upper}, not {value!r}")
     return value
 
 
 def _integer(name: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"knob {name} must be an integer >= {low}, not {value!r}")
+        raise InvalidRequest(f"knob {name} must be an integer >= {low}, not {value!r}")
     return value
 
 
@@ -151,23 +152,23 @@ def check_knob(name: str, value: Any) -> Any:
         return _integer(name, value, _INTEGERS[name])
     if name in _CHOICES:
         if value not in _CHOICES[name]:
-            raise ValueError(
+            raise InvalidRequest(
                 f"knob {name} must be one of {', '.join(_CHOICES[name])}, not {value!r}"
             )
         return value
     if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine"):
         if not isinstance(value, bool):
-            raise ValueError(f"knob {name} must be true or false, not {value!r}")
+            raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")
         return value
     if name == "rate_limit_per_s":
         return None if value is None else _number(name, value, 0, _INF, low_open=True)
     if name == "service_name":
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"knob {name} must be a non-empty string, not {value!r}")
+            raise InvalidRequest(f"knob {name} must be a non-empty string, not {value!r}")
         return value
     if name == "extra":
         if not isinstance(value, dict):
-            raise ValueError(f"knob extra must be an object, not {value!r}")
+            raise InvalidRequest(f"knob extra must be an object, not {value!r}")
         return value
     return value
 

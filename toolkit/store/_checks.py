@@ -76,18 +76,10 @@ def describe_identity(identity: Mapping[str, Any]) -> str:
 def check_recording(path: str | os.PathLike[str]) -> Path:
     """``path`` as a recording root (a folder ``toolkit record`` or ``tk.Recorder`` wrote:
     ``channel=*/`` folders, or the ``_wal/`` of a recorder that has not written one yet),
-    or InvalidRequest."""
-    from toolkit.recording._writer import WAL_DIR
+    or InvalidRequest (an empty path too)."""
+    from toolkit.recording._read import recording_root
 
-    root = Path(path)
-    if not root.is_dir():
-        raise InvalidRequest(f"no recording at {root} (a folder written by toolkit record)")
-    if not (root / WAL_DIR).is_dir() and not any(p.is_dir() for p in root.glob("channel=*")):
-        raise InvalidRequest(
-            f"{root} is not a recording: it has no channel=*/ folders (nor {WAL_DIR}/); give "
-            "the folder toolkit record --out (or tk.Recorder) wrote"
-        )
-    return root
+    return recording_root(path)
 
 
 def check_recordings(recordings: object) -> list[Path]:

@@ -121,6 +121,9 @@ class StoreFiles:
     """The files of one store root."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not isinstance(root, str | os.PathLike) or not str(os.fspath(root)).strip():
+            # an empty path would be the current folder, filled without a word
+            raise InvalidRequest(f"an order store needs a folder path, not {root!r}")
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise InvalidRequest(f"order store {self.root} is a file, not a folder")

@@ -43,7 +43,8 @@ class OrderStore:
     dataset of full order bodies: ``ROOT/month=YYYY-MM/part-*.parquet`` (month of
     ``createdAt``, UTC), one row per order, in exactly one file, with ``id``, ``type``,
     ``symbol``, ``status``, ``createdAt``, ``updatedAt``, ``_source`` (``listing``,
-    ``recording`` or ``ids``: where the store first found it), ``_synced_at`` and
+    ``recording``, ``ids`` or ``live``, a :meth:`follow` journal: where the store first
+    found it), ``_synced_at`` and
     ``body`` (the fetchOrder JSON). DuckDB (``read_parquet('ROOT/*/*.parquet',
     hive_partitioning=true)``) and Polars (``pl.scan_parquet('ROOT/**/*.parquet',
     hive_partitioning=True)``) read it as is.
@@ -55,8 +56,9 @@ class OrderStore:
 
     A store belongs to one account of one service: the first sync saves the service's
     base URL, a fingerprint of the API key (never the key or its secret) and the profile
-    name in ``ROOT/_store.json``; a sync with a client of another service, API key or
-    profile is refused before any request.
+    name in ``ROOT/_store.json``; a sync with a client of another service or API key is
+    refused before any request. Another profile of the same account is taken, with a
+    warning in the :class:`SyncResult`: the store's orders are read with it from then on.
 
     Every file is replaced whole or not at all; a sync killed at any point leaves a
     readable store and the next sync completes it; one writer at a time (a second one
@@ -103,15 +105,20 @@ class OrderStore:
     ) -> SyncResult:
         """Bring the store up to date with the service; returns a :class:`SyncResult`.
 
-        Fetched with fetchOrder: every order the store holds in a status that can still
-        change (anything but CLOSED, EXPIRED, CANCELLED, REJECTED); limit orders of the
-        listing the store does not hold, paging newest first and stopping ``overlap_s``
-        seconds (default 600, spec 4.2 rule 6) past the newest listed order of the last
-        complete sync (``full_listing=True`` reads it whole; ``listing=False`` skips it,
-        e.g. where the route is not active yet); every order id seen on ``watchorders``
-        in the ``recordings`` (folders written by ``toolkit record`` / ``tk.Recorder``)
-        and the given ``ids``, when the store does not hold them. A finished order is
-        never fetched again.
+        Fetched with fetchOrder, each order at most once: a stored limit order in a
+        status that can still change (anything but CLOSED, EXPIRED, CANCELLED, REJECTED)
+        only when the listing, asked for those statuses, shows it with another
+        ``status`` or ``updatedAt`` or no longer shows it (those it confirms are counted
+        in ``SyncResult.reconciled``, not fetched; with ``listing=False`` all are
+        fetched); every other stored order that can still change (market orders: no
+        listing shows them); limit orders of the listing the store does not hold, paging
+        newest first and stopping ``overlap_s`` seconds (default 600, spec 4.2 rule 6)
+        past the newest listed order of the last complete sync (``full_listing=True``
+        reads it whole; ``listing=False`` skips it, e.g. where the route is not active
+        yet); every order id seen on ``watchorders`` in the ``recordings`` (folders
+        written by ``toolkit record`` / ``tk.Recorder``), journalled by :meth:`follow`,
+        or given as ``ids``, when the store does not hold it. A finished order is never
+        fetched again.
 
         At most ``concurrency`` (default ``settings.concurrency``) requests in flight,
         adapted to the service (AIMD on 429 and latency growth, honouring Retry-After).
@@ -155,8 +162,9 @@ class OrderStore:
         InvalidRequest
             Before any request, and before the store's folder is made for a bad
             argument: a bad argument, a folder that is not a recording, a store of another
-            service, account or profile (naming both), a state file or a part file that
-            is not the store's (naming it; nothing is removed).
+            service or API key (naming both; another profile is taken, with a warning), a
+            state file or a part file that is not the store's (naming it; nothing is
+            removed).
         InvalidResponse
             A fetchOrder body the store could not read back (naming the order and field).
         """

@@ -344,12 +344,14 @@ class Backoff:
         rng: random.Random | None = None,
         healthy_after: float | None = None,
     ) -> None:
-        if initial < 0 or maximum < 0 or factor < 1 or not 0 <= jitter <= 1:
-            raise ValueError(
-                "backoff needs initial >= 0, maximum >= 0, factor >= 1, 0 <= jitter <= 1"
+        # written as "not ok" so that NaN is refused too
+        if not (initial >= 0 and maximum >= 0 and factor >= 1 and 0 <= jitter <= 1):
+            raise InvalidRequest(
+                "backoff needs initial >= 0, maximum >= 0, factor >= 1, 0 <= jitter <= 1; got "
+                f"initial={initial!r}, maximum={maximum!r}, factor={factor!r}, jitter={jitter!r}"
             )
         if healthy_after is not None and not healthy_after >= 0:
-            raise ValueError(f"backoff needs healthy_after >= 0, got {healthy_after!r}")
+            raise InvalidRequest(f"backoff needs healthy_after >= 0, got {healthy_after!r}")
         self.initial = initial
         self.maximum = maximum
         self.factor = factor
