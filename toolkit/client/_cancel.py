@@ -1,8 +1,10 @@
 """What a cancel request achieved (spec 4.3): accepted, deferred while the order executes,
-already final, already cancelling; decided from the order's state, never from a 409 body."""
+already final, already cancelling, not applied; decided from the order's state, never from a
+409 body."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Set
@@ -24,7 +26,8 @@ from toolkit.protocol import (
 
 
 class CancelOutcome(StrEnum):
-    """The four meanings a cancel can have (spec 4.3), plus an order that is not there."""
+    """The four meanings a cancel can have (spec 4.3), plus an order that is not there and
+    a 2xx that did not take effect."""
 
     #: the order was OPEN and is now CANCELLING; CANCELLED follows asynchronously
     ACCEPTED = "accepted"
@@ -37,6 +40,10 @@ class CancelOutcome(StrEnum):
     ALREADY_CANCELLING = "already_cancelling"
     #: batch cancel only: the order is not in that profile of the account
     NOT_FOUND = "not_found"
+    #: answered 2xx, yet the order read afterwards with fetchOrder can still execute (OPEN;
+    #: or executing after a single cancel's 2xx that named no status): the cancel did not
+    #: take effect, and resending it is safe (the only outcome with ``should_resend``)
+    NOT_APPLIED = "not_applied"
 
 
 #: the states in which a refused cancel is recorded and honoured on re-arm (spec 4.3 rule 2a;
@@ -52,7 +59,13 @@ _DESCRIPTIONS = {
     CancelOutcome.ALREADY_FINAL: "nothing to cancel: the order is already final",
     CancelOutcome.ALREADY_CANCELLING: "cancel already requested; the order is CANCELLING",
     CancelOutcome.NOT_FOUND: "no such order in this profile of the account",
+    CancelOutcome.NOT_APPLIED: (
+        "the cancel did not take effect: the order can still execute; it is safe to resend"
+    ),
 }
+
+#: the states that show an accepted cancel (spec 3.2: OPEN -> CANCELLING -> CANCELLED)
+_CANCELLED_OR_CANCELLING = frozenset({"CANCELLING", "CANCELLED"})
 
 
 @dataclass(frozen=True)
@@ -77,9 +90,11 @@ class CancelResult:
 
     @property
     def should_resend(self) -> bool:
-        """Always False: every outcome either succeeded, is recorded by the service, or
-        has nothing left to cancel. Resending a 409 is never the answer (spec 4.3)."""
-        return False
+        """True for NOT_APPLIED only (a 2xx after which the order can still execute: the
+        cancel did not take effect). Every other outcome either succeeded, is recorded by
+        the service, or has nothing left to cancel: resending a 409 is never the answer
+        (spec 4.3)."""
+        return self.outcome is CancelOutcome.NOT_APPLIED
 
     def __str__(self) -> str:
         status = f" [{self.status}]" if self.status else ""
@@ -182,21 +197,16 @@ def outcome_from_state(status: str, finalized: Set[str] = FINALIZED) -> CancelOu
     return None
 
 
-def refused(
+def _order_status(
     order_id: str,
     order: Mapping[str, Any],
     http_status: int | None,
-    finalized: Set[str] = FINALIZED,
-    active: Set[str] = ACTIVE,
-) -> CancelResult:
-    """The result of a 409 (or a refused batch item), from the order fetched after it;
-    ``active``/``finalized`` are the profile's ``listing.active_statuses`` /
-    ``listing.finalized_statuses`` (named when the status is not understood).
-
-    Raises InvalidResponse, naming the order and the field, when the order carries no
-    string ``status`` (spec 2.4: present in any status) or one that is not a limit-order
-    status: a guess would tell the caller "recorded, do not resend" on no evidence.
-    """
+    finalized: Set[str],
+    active: Set[str],
+) -> tuple[str, CancelOutcome]:
+    """The canonical status of the order fetched to decide what a cancel achieved, with
+    what it means after a 409 (:func:`outcome_from_state`), or InvalidResponse naming the
+    order and the field (no string ``status``, or one that is not a limit-order status)."""
     raw_status = order.get("status")
     if not isinstance(raw_status, str):
         problem = "has no 'status'" if raw_status is None else "has a 'status' that is not a string"
@@ -217,6 +227,78 @@ def refused(
             f"listing.finalized_statuses: {', '.join(sorted(finalized))})",
             order_id=order_id,
         )
+    return status, outcome
+
+
+def refused(
+    order_id: str,
+    order: Mapping[str, Any],
+    http_status: int | None,
+    finalized: Set[str] = FINALIZED,
+    active: Set[str] = ACTIVE,
+) -> CancelResult:
+    """The result of a 409 (or a refused batch item), from the order fetched after it;
+    ``active``/``finalized`` are the profile's ``listing.active_statuses`` /
+    ``listing.finalized_statuses`` (named when the status is not understood).
+
+    Raises InvalidResponse, naming the order and the field, when the order carries no
+    string ``status`` (spec 2.4: present in any status) or one that is not a limit-order
+    status: a guess would tell the caller "recorded, do not resend" on no evidence.
+    """
+    status, outcome = _order_status(order_id, order, http_status, finalized, active)
+    return CancelResult(
+        order_id=order_id,
+        outcome=outcome,
+        status=status,
+        http_status=http_status,
+        order=dict(order),
+    )
+
+
+def after_batch(
+    order_id: str,
+    order: Mapping[str, Any],
+    http_status: int | None,
+    finalized: Set[str] = FINALIZED,
+    active: Set[str] = ACTIVE,
+) -> CancelResult:
+    """The result of an order a 2xx batch cancel did not accept (a refused item, or no
+    item), from the order fetched after it: as :func:`refused`, except that an order
+    still OPEN is NOT_APPLIED (the cancel did not take effect; resend). DEFERRED is what
+    the service answers while the order executes, never what an OPEN order means after a
+    2xx."""
+    result = refused(order_id, order, http_status, finalized, active)
+    if result.status == "OPEN":
+        return dataclasses.replace(result, outcome=CancelOutcome.NOT_APPLIED)
+    return result
+
+
+def confirmed(
+    order_id: str,
+    answer: Mapping[str, Any],
+    order: Mapping[str, Any],
+    http_status: int | None,
+    unit: str = "auto",
+    finalized: Set[str] = FINALIZED,
+    active: Set[str] = ACTIVE,
+) -> CancelResult:
+    """The result of a single cancel answered 2xx without a clear acceptance (an empty
+    body, or no ``status`` that says CANCELLING/CANCELLED), from the order fetched after
+    it: ACCEPTED only when the order reads CANCELLING or CANCELLED (``cancelRequestedAt``
+    taken from ``answer`` when it has one, else from the order), ALREADY_FINAL when it
+    ended otherwise, NOT_APPLIED while it can still execute (OPEN, TRIGGERED, PROCESSING:
+    the 2xx did not cancel it, and a resend is safe: a 409 then says what it is).
+
+    Raises InvalidResponse as :func:`refused` does for an order without a known status.
+    """
+    status, outcome = _order_status(order_id, order, http_status, finalized, active)
+    if status in _CANCELLED_OR_CANCELLING:
+        stamp = answer if "cancelRequestedAt" in answer else order
+        body = {**order, "cancelRequestedAt": stamp.get("cancelRequestedAt")}
+        result = accepted(order_id, body, http_status, unit)
+        return dataclasses.replace(result, order=dict(order))
+    if outcome is not CancelOutcome.ALREADY_FINAL:
+        outcome = CancelOutcome.NOT_APPLIED
     return CancelResult(
         order_id=order_id,
         outcome=outcome,

@@ -297,9 +297,13 @@ Examples
 """,
     "acancel_limit_order": """Cancel one limit order (spec 4.3) and say what that achieved.
 
-Any 2xx is an acceptance (the order is ``CANCELLING``; ``CANCELLED`` follows).
-A 409 is never retried: the order is read with fetchOrder and the result says why
-the cancel could not be accepted now.
+A 2xx whose JSON object names this order as ``CANCELLING`` or ``CANCELLED`` is an
+acceptance (``CANCELLED`` follows). An empty or status-less 2xx is confirmed with
+fetchOrder: an order still OPEN (or executing) was not cancelled, NOT_APPLIED (resend).
+A 2xx that is not a JSON object (a proxy's or firewall's page) or that names another
+order raises InvalidResponse: the cancel may not have reached the service. A 409 is
+never retried: the order is read with fetchOrder and the result says why the cancel
+could not be accepted now.
 
 Parameters
 ----------
@@ -314,8 +318,9 @@ reason : str, optional
 Returns
 -------
 CancelResult
-    ``outcome`` is ACCEPTED, DEFERRED (the order is executing: the request is recorded
-    and honoured if it returns to OPEN; do not resend), ALREADY_FINAL or
+    ``outcome`` is ACCEPTED, NOT_APPLIED (a 2xx that did not cancel the order: it is
+    still OPEN; resend), DEFERRED (the order is executing: the request is recorded and
+    honoured if it returns to OPEN; do not resend), ALREADY_FINAL or
     ALREADY_CANCELLING; ``status`` is the order's status as last seen.
 
 Raises
@@ -328,7 +333,8 @@ InvalidRequest
     A bad ``order_id``, ``profile_id`` or ``reason``; nothing is sent.
 InvalidResponse
     After a 409, the order read back has no ``status`` or one outside the nine of spec
-    3.1/3.2: the outcome cannot be told, so none is guessed (never "deferred").
+    3.1/3.2: the outcome cannot be told, so none is guessed (never "deferred"). A 2xx
+    that is not a JSON object, or that names another order.
 
 Examples
 --------
@@ -341,8 +347,10 @@ achieved.
 
 Sent to the profile's ``rest.batch_cancel_path``, at most ``rest.batch_cancel_max`` ids
 per request. The service publishes one ``CANCELLED`` per accepted order (no
-``CANCELLING`` events); for the orders it did not accept, the order is read with
-fetchOrder to say why (as for a single 409).
+``CANCELLING`` events); for the orders it did not accept, and for every order when
+the answer holds no array of order items (its shape is not shown, spec 4.4; a body
+that is not JSON is logged as a warning), the order is read with fetchOrder to decide
+(as for a single 409, except that an order still OPEN is NOT_APPLIED: resend).
 
 Parameters
 ----------

@@ -26,6 +26,7 @@ from toolkit.errors import (
 )
 from toolkit.profile import ID_CANDIDATES, find_field
 from toolkit.protocol import (
+    canonical_status,
     kind_of,
     order_id_path_segment,
     validate_decimal,
@@ -142,8 +143,15 @@ class LimitOrderWrites:
     ) -> CancelResult:
         """Cancel one limit order (spec 4.3) and say what that achieved.
 
-        Any 2xx -> ACCEPTED (route ``rest.cancel_path``; ``profileId`` in the body or the
-        query per ``rest.cancel_profile_in``). 409 is never retried: the order is read with
+        A 2xx whose body is a JSON object with a ``status`` of CANCELLING (or CANCELLED)
+        -> ACCEPTED (route ``rest.cancel_path``; ``profileId`` in the body or the query per
+        ``rest.cancel_profile_in``). A 2xx whose body is not empty and not a JSON object
+        (an HTML page of a proxy or firewall, text, an array), or whose order id is another
+        order's, raises InvalidResponse: the cancel may not have reached the service. A 2xx
+        without a clear acceptance (an empty body, no such ``status``) is confirmed with
+        fetchOrder: ACCEPTED when the order reads CANCELLING or CANCELLED, ALREADY_FINAL
+        when it ended otherwise, else NOT_APPLIED (``should_resend``: the cancel did not
+        take effect). 409 is never retried: the order is read with
         fetchOrder and the result says DEFERRED (executing: recorded, do not resend),
         ALREADY_FINAL or ALREADY_CANCELLING; a fetched order without a string ``status``,
         or with one that is not a limit-order status, raises InvalidResponse naming the
@@ -192,10 +200,33 @@ class LimitOrderWrites:
         except OrderNotFound as exc:
             await self._raise_if_routes_inactive(exc)
             raise
-        # any 2xx is the acceptance; its body (spec 2.6: cancelRequestedAt) is read when
-        # there is one, never required
-        payload = _json_object_or_empty(response)
-        return _cancel.accepted(oid, payload, response.status_code, profile.orders.timestamp_unit)
+        # a 2xx is the acceptance only when it says so, about this order (spec 4.3: the
+        # order is CANCELLING): a proxy's page or another order's answer is no acceptance
+        unit = profile.orders.timestamp_unit
+        payload = _acceptance(response, "the cancel", "rest.cancel_path")
+        _check_answer_id(payload, oid, response)
+        raw = payload.get("status")
+        if isinstance(raw, str) and canonical_status(raw) in ("CANCELLING", "CANCELLED"):
+            return _cancel.accepted(oid, payload, response.status_code, unit)
+        logger.info(
+            "the cancel of order %r was answered %d without a CANCELLING status; reading "
+            "the order with fetchOrder to see whether it took effect",
+            oid,
+            response.status_code,
+        )
+        try:
+            order = await self.afetch_order(oid)
+        except ToolkitError as exc:
+            _add_to_message(
+                exc,
+                f"the cancel of order {oid!r} was answered {response.status_code} without "
+                "a clear acceptance (no CANCELLING status) and reading the order to confirm "
+                "it failed; read the order (fetchOrder) before resending",
+            )
+            raise
+        return _cancel.confirmed(
+            oid, payload, order, response.status_code, unit, self._finalized(), self._active()
+        )
 
     def _finalized(self) -> frozenset[str]:
         return frozenset(self._settings.profile.listing.finalized_statuses)
@@ -245,9 +276,13 @@ class LimitOrderWrites:
 
         Sent to ``rest.batch_cancel_path`` with the ids under ``rest.batch_ids_field``,
         at most ``rest.batch_cancel_max`` ids per request. Accepted items come from the
-        batch response's ``orders`` array; for the others (every order, when a 2xx has no
-        such array: its shape is not shown, spec 4.4) the order is read with fetchOrder to
-        decide (as for a single 409). Not found -> NOT_FOUND. A 404 on the route raises
+        batch response's ``orders`` array (items of orders not asked for are ignored, with
+        a warning); for the others (every order, when a 2xx has no such array: its shape
+        is not shown, spec 4.4) the order is read with fetchOrder to decide (as for a
+        single 409, except that an order still OPEN is NOT_APPLIED: the cancel did not
+        take effect, ``should_resend``). Not found -> NOT_FOUND. A 2xx whose body is not
+        JSON (a proxy's HTML page: the cancels may not have reached the service) is logged
+        as a warning, and every order is read with fetchOrder. A 404 on the route raises
         RouteNotActive naming both causes: the route is not active here, or
         ``rest.batch_cancel_path`` is not the service's (its path is a profile guess); a 400
         names ``rest.batch_cancel_path``, ``rest.batch_ids_field`` and
@@ -279,6 +314,7 @@ class LimitOrderWrites:
                     json_body=body,
                     idempotent=False,
                 )
+                items = _batch_items(response, chunk)
             except ToolkitError as exc:
                 if sent:
                     refused = exc.status is not None and 400 <= exc.status < 500
@@ -296,7 +332,7 @@ class LimitOrderWrites:
                 raise
             http_status = response.status_code
             sent.extend(chunk)
-            by_id.update(_batch_items(response))
+            by_id.update(items)
 
         async def decide(oid: str) -> CancelResult:
             item = by_id.get(oid)
@@ -307,7 +343,7 @@ class LimitOrderWrites:
                 order = await self.afetch_order(oid)
             except OrderNotFound:
                 return _cancel.not_found(oid, http_status)
-            return _cancel.refused(oid, order, http_status, self._finalized(), self._active())
+            return _cancel.after_batch(oid, order, http_status, self._finalized(), self._active())
 
         results = await asyncio.gather(*(decide(oid) for oid in ids), return_exceptions=True)
         failed = next((r for r in results if isinstance(r, BaseException)), None)
@@ -333,25 +369,55 @@ class LimitOrderWrites:
         return self._run(self.acancel_limit_orders(order_ids, profile_id=profile_id, reason=reason))
 
 
-def _batch_items(response: httpx.Response) -> dict[str, dict[str, Any]]:
-    """The per-order items of a 2xx batch-cancel answer, by id. The answer's shape is not
-    shown (spec 4.4): without an ``orders`` array (an empty 202, another shape) this is
-    empty and every order is then read with fetchOrder, never an error after the service
-    accepted the cancels."""
-    payload = _json_object_or_empty(response)
-    items = payload.get("orders")
-    if not isinstance(items, list):
+def _batch_items(response: httpx.Response, asked: list[str]) -> dict[str, dict[str, Any]]:
+    """The per-order items of a 2xx batch-cancel answer to the request for ``asked``, by
+    id. The answer's shape is not shown (spec 4.4): an ``orders`` array of objects, or a
+    JSON array of objects, gives items; anything else (an empty 202, another object, an
+    array of ids, text, a proxy's HTML page) gives none, and every order is then read
+    with fetchOrder, which decides (an order still OPEN: NOT_APPLIED, resend). Items of
+    orders not asked for are ignored with a warning."""
+    items: object = None
+    if response.content.strip():
+        try:
+            payload = decode_json(response)
+        except InvalidResponse as exc:
+            kind = response.headers.get("content-type", "").split(";")[0].strip() or "?"
+            logger.warning(
+                "batch cancel (rest.batch_cancel_path) answered %d with a body that is not "
+                "JSON (%s, %s): it may not come from the service; each order is read with "
+                "fetchOrder to decide",
+                response.status_code,
+                kind,
+                exc.message,
+            )
+            return {}
+        items = payload.get("orders") if isinstance(payload, dict) else payload
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         logger.info(
-            "batch cancel answered %d without an 'orders' array; each order is read with "
-            "fetchOrder instead",
+            "batch cancel answered %d without an array of order items; each order is read "
+            "with fetchOrder instead",
             response.status_code,
         )
         return {}
+    wanted = set(asked)
     by_id: dict[str, dict[str, Any]] = {}
+    strangers: list[str] = []
     for item in items:
         key = find_field(item, "id", ID_CANDIDATES) if isinstance(item, dict) else None
-        if key is not None and isinstance(item[key], str):
-            by_id[item[key]] = item
+        got = item[key] if key is not None else None
+        if isinstance(got, str) and got in wanted:
+            by_id[got] = item
+        else:
+            strangers.append(repr(got)[:40] if got is not None else "(no id)")
+    if strangers:
+        logger.warning(
+            "batch cancel answered %d with %d item(s) of orders it was not asked to cancel "
+            "(%s): ignored; the orders asked for that no item accepts are read with "
+            "fetchOrder",
+            response.status_code,
+            len(strangers),
+            ", ".join(strangers[:10]) + (" ..." if len(strangers) > 10 else ""),
+        )
     return by_id
 
 
@@ -359,22 +425,61 @@ def _say_accepted(exc: ToolkitError, accepted: list[str], what: str, then: str) 
     """Add to ``exc``'s message the orders whose batch cancel the service had already
     accepted, so that a later failure does not hide cancels that were made."""
     shown = ", ".join(accepted[:20]) + (" ..." if len(accepted) > 20 else "")
-    exc.message = (
-        f"{exc.message}; {what}: cancels of {len(accepted)} order(s) were accepted "
-        f"({shown}); {then}"
+    _add_to_message(
+        exc, f"{what}: cancels of {len(accepted)} order(s) were accepted ({shown}); {then}"
     )
+
+
+def _add_to_message(exc: ToolkitError, text: str) -> None:
+    exc.message = f"{exc.message}; {text}"
     exc.args = (exc.message,)
 
 
-def _json_object_or_empty(response: httpx.Response) -> dict[str, Any]:
-    """The JSON object of a 2xx body; {} for an empty or non-object body."""
+def _acceptance(response: httpx.Response, what: str, setting: str) -> dict[str, Any]:
+    """The JSON object of a 2xx cancel answer; {} for an empty body. Anything else (a
+    proxy's or firewall's HTML page, text, an array) raises InvalidResponse naming the
+    route (``setting``): such a 2xx may not come from the service at all."""
     if not response.content.strip():
         return {}
+    cause: InvalidResponse | None = None
     try:
         payload = decode_json(response)
-    except InvalidResponse:
-        return {}
-    return payload if isinstance(payload, dict) else {}
+    except InvalidResponse as exc:
+        problem, body, cause = exc.message, exc.body, exc
+    else:
+        if isinstance(payload, dict):
+            return payload
+        problem, body, cause = f"response body is {kind_of(payload)}", None, None
+    kind = response.headers.get("content-type", "").split(";")[0].strip()
+    plural = "s" if "batch" in what else ""
+    raise InvalidResponse(
+        f"{what} route ({setting}) answered {response.status_code}"
+        f"{f' ({kind})' if kind else ''} with a body that is not a JSON object ({problem}): "
+        f"the cancel{plural} may not have reached the service; read the order{plural} "
+        "(fetchOrder) before resending",
+        method=response.request.method,
+        url=response.request.url,
+        status=response.status_code,
+        body=body,
+    ) from cause
+
+
+def _check_answer_id(payload: Mapping[str, Any], asked: str, response: httpx.Response) -> None:
+    """InvalidResponse when a cancel's 2xx body names another order than ``asked`` (its id
+    read as list items' are: ``id`` or a usual alias); a body without an id passes (its
+    other fields are not shown, spec 2.6)."""
+    key = find_field(payload, "id", ID_CANDIDATES)
+    if key is None or payload[key] == asked:
+        return
+    raise InvalidResponse(
+        f"the cancel of order {asked!r} was answered {response.status_code} with the "
+        f"answer about another order ({key!r}: {payload[key]!r}): the cancel may not have "
+        "reached the service; read the order (fetchOrder) before resending",
+        method=response.request.method,
+        url=response.request.url,
+        status=response.status_code,
+        order_id=asked,
+    )
 
 
 def _as_order(

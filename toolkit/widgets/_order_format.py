@@ -70,6 +70,7 @@ _LABELS = {
     "already_final": "was final",
     "already_cancelling": "already cancelling",
     "not_found": "not found",
+    "not_applied": "not applied",
 }
 #: what each outcome means, for the tooltip
 MEANINGS = {
@@ -79,6 +80,8 @@ MEANINGS = {
     "already_final": "the order had already finished: nothing to cancel",
     "already_cancelling": "a cancel of this order is already in progress",
     "not_found": "no such order here",
+    "not_applied": "the service answered, yet the order can still execute: the cancel did "
+    "not take effect; cancel again",
 }
 
 
@@ -171,6 +174,9 @@ def outcome_label(outcome: str, result_status: str | None, current: str | None) 
         if current in ENDED_STATUSES:
             return f"ended {current}", "tk-warn"
     tone = "tk-good" if outcome == "accepted" else "tk-warn"
+    if outcome == "not_applied":
+        # shown as a failed request is: the Cancel button comes back to try again
+        tone = FAILED_TONE
     if not status or outcome == "already_cancelling":
         return label, tone
     return f"{label} ({status})", tone
