@@ -2,7 +2,8 @@
 Hive-partitioned Parquet dataset, with partition pruning on channel and date.
 
 The same dataset reads as is in DuckDB (``read_parquet('ROOT/*/*/*.parquet',
-hive_partitioning=true)``), Polars and Spark.
+hive_partitioning=true)``), Polars and ``pyarrow.dataset``, and in pandas with
+``partitioning=None`` (docs/src/recording.md).
 """
 
 from __future__ import annotations
@@ -324,10 +325,15 @@ def read_table(
     wanted_symbols = None
     keep_symbols: Any = None
     if symbols is not None:
+        # pairs match whatever their case: the service may send ``stETH/BRL`` (the
+        # subscription confirmation itself names pairs in lowercase, spec 2.2)
         wanted_symbols = [s.strip().upper() for s in symbols]
+        upper = pc.utf8_upper(pa.array([s.strip() for s in symbols], pa.string()))
         # session rows carry no symbol but say where data may be missing: keep them;
         # watchtickers rows get theirs per pair below
-        keep = ds.field("symbol").isin(wanted_symbols) | (ds.field("channel") == SESSION_CHANNEL)
+        keep = pc.utf8_upper(ds.field("symbol")).isin(upper) | (
+            ds.field("channel") == SESSION_CHANNEL
+        )
         if per_pair:
             keep = keep | (ds.field("channel") == TICKERS_CHANNEL)
         if profile is None:
@@ -408,7 +414,8 @@ def read_recording(
     insensitive; ``"_session"`` for connects, disconnects, subscriptions, gaps and drops).
     ``start``/``end``: a half-open window on ``received_at`` (str, datetime, Timestamp or
     Unix number); only the date partitions it spans are read. ``symbols``: keep rows of
-    these symbols (plus session rows).
+    these pairs, matched whatever their case (``steth/brl`` finds the ``stETH/BRL`` the
+    service sent), plus session rows.
 
     ``columns``: with a ``channel``, only the columns those channels use by default (the
     common ``received_at``, ``connection_id``, ``seq``, ``channel``, ``raw``, plus
@@ -431,7 +438,7 @@ def read_recording(
     start, end : str, datetime, pandas.Timestamp or number, optional
         Half-open window on ``received_at``.
     symbols : sequence of str, optional
-        Pairs to keep (session rows are kept too).
+        Pairs to keep, in any case (session rows are kept too).
     columns : list of str or "all", optional
         The columns to return; default: those the channels use.
     profile : ServiceProfile, optional

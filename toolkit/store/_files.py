@@ -1,11 +1,12 @@
 """The store on disk: Parquet part files per month of ``createdAt``
 (``ROOT/month=YYYY-MM/part-*.parquet``; each order in exactly one file), each written or
 replaced whole through ``toolkit._atomic``; the state file ``ROOT/_store.json`` (written
-last by a sync); the writer's lock file."""
+last by a sync); the plan of a compaction under way; the writer's lock file."""
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import logging
 import os
@@ -31,6 +32,8 @@ PART_GLOB = "part-*.parquet"
 STATE_NAME = "_store.json"
 PROFILE_NAME = "_profile.toml"
 LOCK_NAME = ".lock"
+#: the plan of a compaction (its month, merged file and old parts), there until it is done
+COMPACTION_NAME = "_compaction.json"
 STATE_VERSION = 1
 
 #: statuses after which an order never changes again (protocol.TERMINAL)
@@ -221,7 +224,7 @@ class StoreFiles:
 
     def count(self) -> int:
         """Rows in the part files (from their footers; an order an interrupted compaction
-        left twice counts twice until the next sync repairs it)."""
+        left twice counts twice until :meth:`finish_interrupted` or a sync repairs it)."""
         return sum(self.part_metadata(path).num_rows for path in self.month_files())
 
     def part_metadata(self, path: Path) -> pq.FileMetaData:
@@ -292,8 +295,15 @@ class StoreFiles:
 
     def compact(self, month: str, max_files: int) -> bool:
         """Merge the part files of ``month`` into one when there are more than
-        ``max_files``: the merged file (the newest name) is written whole first, then the
-        old ones are removed; :meth:`repair` finishes an interrupted compaction."""
+        ``max_files``: its plan (``ROOT/_compaction.json``) first, then the merged file
+        (the newest name) written whole, then the old ones removed, then the plan.
+
+        No order of file operations keeps the month's orders once each in the files at
+        every instant (the merged file and the old ones cannot change places at once), so
+        a sync killed between the merged file and the last removal leaves the orders of
+        the old parts twice for a raw reader. The plan names them:
+        :meth:`finish_interrupted` (any ``OrderStore`` opened) or the next sync removes
+        them before anything else."""
         import pyarrow.parquet as pq
 
         files = self.month_files([month])
@@ -309,19 +319,79 @@ class StoreFiles:
                         writer.write_table(source.read_row_group(i).cast(schema()))
 
         path = self.month_dir(month) / f"part-{time.time_ns()}-{uuid.uuid4().hex[:8]}.parquet"
+        plan = {"month": month, "merged": path.name, "parts": [f.name for f in files]}
+        atomic_write_text(self.root / COMPACTION_NAME, json.dumps(plan, indent=1))
         atomic_write(path, stream)
-        for f in files:
-            f.unlink()
-        with contextlib.suppress(OSError):
-            fsync_path(self.month_dir(month))
+        self._end_compaction(month, plan["parts"])
         return True
 
+    def _end_compaction(self, month: str, parts: Iterable[str]) -> None:
+        """Remove the old parts of a compaction whose merged file is in place, then its
+        plan (the removals durable first: a plan gone means they are done)."""
+        directory = self.month_dir(month)
+        for name in parts:
+            (directory / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            fsync_path(directory)
+        (self.root / COMPACTION_NAME).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            fsync_path(self.root)
+
+    def finish_compaction(self) -> bool:
+        """Complete the compaction a killed sync left (its plan is still there): its old
+        parts are removed when its merged file is in place (whole: written under a
+        temporary name); else the kill came before it and the old parts are the month's
+        files, as they were. Call it holding the writer's lock. Returns whether there was
+        a plan."""
+        path = self.root / COMPACTION_NAME
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return False
+        except ValueError as exc:  # not JSON, not UTF-8
+            plan = exc
+        month, merged, parts = _plan_fields(plan)
+        if month is None:
+            # never written so (it is written whole): remove nothing it names; repair()
+            # finds any leftover by the orders the files hold
+            logger.warning("order store %s: ignoring an unreadable %s (%s)", self.root, path, plan)
+            path.unlink(missing_ok=True)
+            return True
+        if (self.month_dir(month) / merged).is_file():
+            logger.info("order store %s: finishing the compaction of %s", self.root, month)
+            self._end_compaction(month, parts)
+        else:
+            path.unlink(missing_ok=True)
+        return True
+
+    def finish_interrupted(self) -> bool:
+        """:meth:`finish_compaction` when a plan is there and no writer runs (best effort:
+        a store another sync is writing, or one this process may not write, is left as it
+        is; :meth:`read` still sees each order once). Returns whether it took a plan."""
+        if not (self.root / COMPACTION_NAME).is_file():
+            return False
+        try:
+            with self.lock():
+                return self.finish_compaction()
+        except StoreLocked:
+            return False  # that sync finishes it before anything else
+        except OSError as exc:
+            logger.warning(
+                "order store %s: a killed sync left a compaction unfinished, and it could not "
+                "be finished here (%s); the next sync finishes it",
+                self.root,
+                exc,
+            )
+            return False
+
     def repair(self) -> int:
-        """Remove the part files an interrupted compaction left: a file whose orders are
+        """Finish an interrupted compaction (:meth:`finish_compaction`), then remove the
+        part files one without a plan left (an older toolkit): a file whose orders are
         all in one newer file of its month. Outside compaction each order is in exactly
         one file, so nothing else matches; a file that does not read as a part of the store
         stops it before anything is removed (InvalidRequest naming it). Returns how many
-        files were removed."""
+        files were removed by the second step."""
+        self.finish_compaction()
         files_of = {month: self.month_files([month]) for month in self.months()}
         for path in (f for files in files_of.values() for f in files):
             self.part_metadata(path)
@@ -401,6 +471,35 @@ class StoreFiles:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _plan_fields(plan: object) -> tuple[str | None, str, list[str]]:
+    """(month, merged file, old parts) of a compaction plan; month None when it is not
+    one compact() writes (names only of part files, never a path)."""
+
+    def part(name: object) -> bool:
+        return (
+            isinstance(name, str)
+            and "/" not in name
+            and "\\" not in name
+            and fnmatch.fnmatchcase(name, PART_GLOB)
+        )
+
+    if isinstance(plan, dict):
+        month, merged, parts = plan.get("month"), plan.get("merged"), plan.get("parts")
+        if (
+            isinstance(month, str)
+            and len(month) == 7
+            and month[:4].isdigit()
+            and month[4] == "-"
+            and month[5:].isdigit()
+            and part(merged)
+            and isinstance(parts, list)
+            and all(part(p) for p in parts)
+            and merged not in parts
+        ):
+            return month, str(merged), [str(p) for p in parts]
+    return None, "", []
 
 
 def pa_concat(tables: Sequence[pa.Table]) -> pa.Table:

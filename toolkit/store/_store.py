@@ -62,7 +62,10 @@ class OrderStore:
 
     Every file is replaced whole or not at all; a sync killed at any point leaves a
     readable store and the next sync completes it; one writer at a time (a second one
-    gets :class:`~toolkit.store.StoreLocked`).
+    gets :class:`~toolkit.store.StoreLocked`). A sync killed while it merged a month's
+    part files leaves that month's orders in two files, which raw DuckDB or Polars reads
+    would count twice: opening the store (``OrderStore(root)``, any ``toolkit`` command
+    on it) finishes that merge first, unless a sync is running.
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class OrderStore:
     ) -> None:
         self._files = StoreFiles(root)
         self._profile = profile
+        self._files.finish_interrupted()
 
     @property
     def root(self) -> Path:
