@@ -303,6 +303,10 @@ def fake_client(
     return client, sent
 
 
+#: orders the alt fake service has accepted a cancel of
+_CANCELLED: set[str] = set()
+
+
 def alt_service(request: httpx.Request) -> httpx.Response:
     path = request.url.path
     if path == "/api/v2/session":
@@ -311,7 +315,8 @@ def alt_service(request: httpx.Request) -> httpx.Response:
         return httpx.Response(401, json={})
     if path == "/orders/fetchOrder":
         oid = request.url.params["id"]
-        return httpx.Response(200, json={"id": oid, "status": "OPEN", "createdAt": 1_700_000_000})
+        status = "CANCELLING" if oid in _CANCELLED else "OPEN"
+        return httpx.Response(200, json={"id": oid, "status": status, "createdAt": 1_700_000_000})
     if path == "/orders/limit/orders" and request.method == "GET":
         items = [
             {"orderId": "o1", "pair": "BTC/BRL", "state": "OPEN", "modified": 1_700_000_100},
@@ -319,6 +324,8 @@ def alt_service(request: httpx.Request) -> httpx.Response:
         ]
         return httpx.Response(200, json={"orders": items})
     if path.endswith("/cancel") and request.method == "PATCH":
+        # an empty acceptance: the client confirms it with fetchOrder (now CANCELLING)
+        _CANCELLED.add(path.split("/")[-2])
         return httpx.Response(200, content=b"")
     if path == "/orders/limit/orders/batch-cancel":
         ids = json.loads(request.content)["ids"]
