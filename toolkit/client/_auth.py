@@ -5,7 +5,6 @@ before it expires and once on a 401."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import re
@@ -17,28 +16,22 @@ from typing import Any, Literal
 
 import httpx
 
+from toolkit.client._body import keep_body, read_capped, read_capped_sync
 from toolkit.client._settings import Settings, mask_key
+from toolkit.client._signin import SIGNIN_ATTEMPTS, TRANSIENT_SIGNIN_STATUSES, signin_failure
 from toolkit.errors import (
     AuthenticationError,
     InvalidRequest,
     InvalidResponse,
-    RateLimited,
-    ServiceError,
-    ServiceUnavailable,
-    ToolkitError,
     redact_url,
     scrub,
 )
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, Signin, get_path, set_path
-from toolkit.protocol import to_epoch_ms
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path, set_path
+from toolkit.protocol import JsonShapeError, loads_bounded, to_epoch_ms
 
 Clock = Callable[[], float]
 logger = logging.getLogger("toolkit.auth")
 
-#: sign-in answers worth another try (the service busy or its gateway failing), and how
-#: many tries a sign-in gets before the last answer's error is raised
-TRANSIENT_SIGNIN_STATUSES = frozenset({429, 502, 503, 504})
-SIGNIN_ATTEMPTS = 5
 #: the longest wait between two sign-in tries, whatever a Retry-After asks
 SIGNIN_MAX_WAIT_S = 30.0
 
@@ -63,8 +56,11 @@ class TokenAuth(httpx.Auth):
     502, 503 or 504 is tried again (``SIGNIN_ATTEMPTS`` tries in all, waiting the larger
     of its Retry-After and a backoff with jitter, at most ``SIGNIN_MAX_WAIT_S``), so a
     renewal in the middle of a long load survives a busy moment; after the last try the
-    error is RateLimited (429) or ServiceUnavailable (5xx). ``clock`` (wall seconds),
-    ``sleep`` and ``sync_sleep`` are injectable for tests.
+    error is RateLimited (429) or ServiceUnavailable (5xx). The flows read each sign-in
+    answer, and a 401 answer, within ``max_response_bytes`` (decoded a bounded piece at a
+    time, as every answer of the client); the deadline is the sender's (the client's
+    ``timeout`` covers the sign-ins of a request). ``clock`` (wall seconds), ``sleep`` and
+    ``sync_sleep`` are injectable for tests.
 
     Parameters
     ----------
@@ -84,11 +80,15 @@ class TokenAuth(httpx.Auth):
         Waits between sign-in tries in the async flow.
     sync_sleep : callable, default time.sleep
         Waits between sign-in tries in the sync flow.
+    max_response_bytes : int, default 67108864
+        The largest sign-in (or 401) answer the flows read, counted after decompression
+        (the client passes its own setting).
 
     Raises
     ------
     InvalidRequest
-        An empty key or secret, or a sign-in URL that cannot be built.
+        An empty key or secret, a sign-in URL that cannot be built, or
+        ``max_response_bytes`` not an int >= 1.
     """
 
     # the flows read the sign-in bodies themselves; other responses are left to the caller
@@ -105,9 +105,19 @@ class TokenAuth(httpx.Auth):
         clock: Clock = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         sync_sleep: Callable[[float], None] = time.sleep,
+        max_response_bytes: int = Settings.max_response_bytes,
     ) -> None:
         if not api_key or not api_secret:
             raise InvalidRequest("api_key and api_secret are both required to sign in")
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise InvalidRequest(
+                f"max_response_bytes must be an int >= 1, not {max_response_bytes!r}"
+            )
+        self._max_bytes = max_response_bytes
         self._api_key = api_key
         self._api_secret = api_secret
         self._signin = profile.signin
@@ -166,6 +176,7 @@ class TokenAuth(httpx.Auth):
             profile=settings.profile,
             renew_margin_s=settings.token_renew_margin_s,
             clock=clock,
+            max_response_bytes=settings.max_response_bytes,
         )
 
     def __repr__(self) -> str:
@@ -283,10 +294,11 @@ class TokenAuth(httpx.Auth):
         if not response.is_success:
             raise signin_failure(status, text, self._signin, where)
         try:
-            payload: Any = json.loads(response.content)
-        except ValueError:
+            payload: Any = loads_bounded(response.content)
+        except JsonShapeError as exc:
+            what = "is not JSON" if str(exc).startswith("not JSON") else f"is refused: {exc}"
             raise InvalidResponse(
-                f"sign-in answer is not JSON; the token is expected at signin.token_field "
+                f"sign-in answer {what}; the token is expected at signin.token_field "
                 f"({self._signin.token_field!r})",
                 **where,
             ) from None
@@ -350,6 +362,14 @@ class TokenAuth(httpx.Auth):
 
     # -- flows --------------------------------------------------------------------------
 
+    async def _aread(self, response: httpx.Response) -> None:
+        # httpx hands the flow an unread answer and reads it (aread()) after the flow has
+        # moved on: read here within the cap, and keep the body where aread() finds it
+        keep_body(response, await read_capped(response, self._max_bytes))
+
+    def _read(self, response: httpx.Response) -> None:
+        keep_body(response, read_capped_sync(response, self._max_bytes))
+
     def _async_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
         lock = self._async_locks.get(loop)
@@ -408,7 +428,7 @@ class TokenAuth(httpx.Auth):
                 if self.needs_signin():
                     for attempt in range(SIGNIN_ATTEMPTS):
                         signin = yield self.signin_request()
-                        await signin.aread()
+                        await self._aread(signin)
                         wait = self.retry_wait(signin, attempt)
                         if wait is None:
                             self.accept_signin(signin)
@@ -420,12 +440,13 @@ class TokenAuth(httpx.Auth):
         response = yield request
         if response.status_code != 401:
             return
+        await self._aread(response)  # httpx reads it before the next request: capped here
         async with self._async_lock():
             if self._token == token:  # nobody renewed it meanwhile
                 self.invalidate()
                 for attempt in range(SIGNIN_ATTEMPTS):
                     signin = yield self.signin_request()
-                    await signin.aread()
+                    await self._aread(signin)
                     wait = self.retry_wait(signin, attempt)
                     if wait is None:
                         self.accept_signin(signin)
@@ -453,7 +474,7 @@ class TokenAuth(httpx.Auth):
                 if self.needs_signin():
                     for attempt in range(SIGNIN_ATTEMPTS):
                         signin = yield self.signin_request()
-                        signin.read()
+                        self._read(signin)
                         wait = self.retry_wait(signin, attempt)
                         if wait is None:
                             self.accept_signin(signin)
@@ -465,12 +486,13 @@ class TokenAuth(httpx.Auth):
         response = yield request
         if response.status_code != 401:
             return
+        self._read(response)
         with self._thread_lock:
             if self._token == token:
                 self.invalidate()
                 for attempt in range(SIGNIN_ATTEMPTS):
                     signin = yield self.signin_request()
-                    signin.read()
+                    self._read(signin)
                     wait = self.retry_wait(signin, attempt)
                     if wait is None:
                         self.accept_signin(signin)
@@ -553,42 +575,3 @@ def field_names(payload: object, prefix: str = "", depth: int = 3) -> list[str]:
         if depth > 1 and isinstance(value, Mapping):
             names.extend(field_names(value, f"{name}.", depth - 1))
     return names
-
-
-def signin_failure(status: int, text: str, signin: Signin, where: dict[str, Any]) -> ToolkitError:
-    """The error of a failed sign-in that is not "bad credentials", naming the setting that
-    is the likely cause."""
-    if status in (404, 405):
-        return ServiceError(
-            f"sign-in failed: HTTP {status} at {signin.path}; if the service signs in "
-            "elsewhere, set the profile's signin.path",
-            body=text,
-            **where,
-        )
-    if status in (400, 422):
-        return ServiceError(
-            f"sign-in failed: HTTP {status}, the service refused the request; check the "
-            f"profile's signin.key_field ({signin.key_field!r}) and signin.secret_field "
-            f"({signin.secret_field!r})",
-            body=text,
-            **where,
-        )
-    if status in (401, 403):
-        return AuthenticationError(
-            f"sign-in refused with HTTP {status} (not among the profile's "
-            f"signin.bad_credentials_statuses {list(signin.bad_credentials_statuses)})",
-            body=text,
-            **where,
-        )
-    if status == 429:
-        return RateLimited(
-            f"sign-in rate limited (HTTP 429) after {SIGNIN_ATTEMPTS} tries", body=text, **where
-        )
-    if status >= 500:
-        return ServiceUnavailable(
-            f"sign-in failed: HTTP {status} after "
-            f"{SIGNIN_ATTEMPTS if status in TRANSIENT_SIGNIN_STATUSES else 1} tries",
-            body=text,
-            **where,
-        )
-    return ServiceError(f"sign-in failed: HTTP {status}", body=text, **where)

@@ -320,7 +320,12 @@ class Client(LimitOrderWrites):
         return response.content
 
     async def _fetch(self, order_id: str) -> httpx.Response:
-        oid = validate_order_id(order_id)
+        try:
+            oid = validate_order_id(order_id)
+        except InvalidRequest as exc:
+            if isinstance(order_id, str):
+                exc.order_id = order_id  # the order the call was about, even a refused id
+            raise
         rest = self.profile.rest
         return await self._request(
             "GET",

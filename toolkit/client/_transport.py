@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from toolkit.client._body import ACCEPT_ENCODING, read_capped
 from toolkit.client._retry import (
     Attempt,
     RetryState,
@@ -213,7 +214,7 @@ class AsyncRest:
                     **self._event_hooks,
                     "request": [self._count_sent, *self._event_hooks.get("request", [])],
                 },
-                headers={"User-Agent": "toolkit/0.1"},
+                headers={"User-Agent": "toolkit/0.1", "Accept-Encoding": ACCEPT_ENCODING},
                 verify=True,
             )
             pool = _Pool(client, asyncio.Semaphore(self.settings.concurrency))
@@ -296,25 +297,15 @@ class AsyncRest:
         """One attempt: send ``request`` and read the whole answer within
         ``settings.timeout`` seconds (connect, headers and body together: a server that
         drips bytes cannot hold the call longer), refusing a body that decodes to more
-        than ``settings.max_response_bytes``. Returns a response whose body is read."""
+        than ``settings.max_response_bytes`` (decoded a bounded piece at a time: see
+        :class:`~toolkit.client._body.BoundedBody`) or is not in its declared
+        Content-Encoding. Returns a response whose body is read."""
         cap = self.settings.max_response_bytes
         try:
             async with asyncio.timeout(self.settings.timeout):
                 response = await pool.client.send(request, auth=auth, stream=True)
                 try:
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > cap:
-                            raise InvalidResponse(
-                                f"answer larger than max_response_bytes={cap} (decoded); "
-                                "raise the setting if the service really sends this much",
-                                method=request.method,
-                                url=request.url,
-                                status=response.status_code,
-                            )
-                        chunks.append(chunk)
+                    content = await read_capped(response, cap)
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -329,7 +320,7 @@ class AsyncRest:
         whole = httpx.Response(
             response.status_code,
             headers=headers,
-            content=b"".join(chunks),
+            content=content,
             request=response.request,
             extensions=response.extensions,
         )
@@ -591,8 +582,8 @@ def _message_of(body: str, field: str = "message") -> str:
     """The profile's ``rest.error_message_field`` of an error body, for the exception text
     only (never for meaning)."""
     try:
-        payload = json.loads(body)
-    except ValueError:
+        payload = loads_bounded(body)
+    except JsonShapeError:  # not JSON, or nested too deep to look into
         return ""
     message = get_path(payload, field) if isinstance(payload, dict) else None
     return str(message)[:200] if message else ""

@@ -6,6 +6,7 @@ Nothing here touches a socket; ``toolkit.stream._session`` moves the bytes.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Iterator, Mapping
@@ -359,9 +360,14 @@ class Backoff:
         self.healthy_after = maximum if healthy_after is None else healthy_after
         self._rng = rng or random.Random()
         self.attempt = 0
+        # factor**attempt overflows a float after ~1024 doublings (some 8 hours of outage at
+        # a 30 s maximum): the exponent stops where factor**n is still finite, far past the
+        # point where the delay reached ``maximum``
+        self._max_exponent = max(1, int(1000 / math.log2(factor))) if factor > 1 else 0
 
     def next_delay(self) -> float:
-        base = min(self.maximum, self.initial * self.factor**self.attempt)
+        grown = self.initial * self.factor ** min(self.attempt, self._max_exponent)
+        base = min(self.maximum, grown)
         self.attempt += 1
         return base * (1.0 - self.jitter * self._rng.random())
 
