@@ -357,7 +357,7 @@ class _ConnectionKeeping:
                     seq = conn.seq + 1
                     try:
                         event = fast_event(text, received, conn_id, seq)
-                    except (ValueError, TypeError):
+                    except (ValueError, TypeError, RecursionError):
                         event = None  # a time that is not one: the general way says so too
                     if event is not NOT_TAKEN:
                         conn.seq = seq
@@ -390,7 +390,7 @@ class _ConnectionKeeping:
                         continue
                 try:
                     msg = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):  # nested past the parser's depth too
                     self._malformed += 1
                     _log.warning("ignored a message that is not JSON on %s", conn_id)
                     continue
@@ -452,7 +452,7 @@ class _ConnectionKeeping:
             return event_from_message(
                 msg, received_at_ns=received, connection_id=conn_id, seq=seq, profile=self._profile
             )
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, RecursionError) as err:
             self._malformed += 1
             _log.warning("ignored a malformed data message on %s: %s", conn_id, err)
             return None
