@@ -5,7 +5,9 @@ fsync, rename over the target, fsync the folder. Used by every writer of the too
 A set of files (an export) goes through :func:`atomic_files`: every member is written to
 a temporary name first, so a failure (a full disk) leaves the previous set untouched;
 only then are they renamed into place, and a manifest naming each member with its size is
-written last, so a reader can tell a complete set from an interrupted one.
+written last, so a reader can tell a complete set from an interrupted one. Readers go
+through :func:`set_problem`: a folder whose manifest is missing (an interrupted commit
+removes it first), does not match, or does not list a file they read is refused.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 MANIFEST = "_manifest.json"
@@ -78,9 +80,13 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    with contextlib.suppress(OSError):  # some filesystems refuse a directory fsync
-        fsync_path(target.parent)
+    _fsync_folder(target.parent)
     return target
+
+
+def _fsync_folder(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems refuse a directory fsync
+        fsync_path(directory)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
@@ -118,9 +124,14 @@ class FileSet:
         for tmp in self._tmp.values():
             fsync_path(tmp)
         manifest = self.directory / MANIFEST
-        # the old manifest goes first: a set caught between renames has none
-        with contextlib.suppress(FileNotFoundError):
+        # the old manifest goes first, durably, before any member is replaced: a set caught
+        # between renames (a mix of new and old files) has none, and readers refuse it
+        try:
             manifest.unlink()
+        except FileNotFoundError:
+            pass
+        else:
+            _fsync_folder(self.directory)
         final: dict[str, Path] = {}
         sizes: dict[str, int] = {}
         for name, tmp in self._tmp.items():
@@ -128,6 +139,8 @@ class FileSet:
             os.replace(tmp, target)
             final[name] = target
             sizes[name] = target.stat().st_size
+        # the renames are durable before the manifest that vouches for them
+        _fsync_folder(self.directory)
         atomic_write_text(manifest, json.dumps({"complete": True, "files": sizes}, indent=1))
         return final
 
@@ -173,3 +186,46 @@ def read_manifest(directory: str | os.PathLike[str]) -> dict[str, int] | None:
         if not member.is_file() or member.stat().st_size != size:
             return None
     return {str(k): int(v) for k, v in files.items()}
+
+
+def set_problem(
+    directory: str | os.PathLike[str],
+    members: Collection[str],
+    *,
+    what: str,
+    again: str,
+    require_manifest: bool = True,
+) -> str | None:
+    """Why ``directory`` does not hold one complete set that includes ``members`` (a
+    message for the reader to raise), or ``None`` when it does.
+
+    The manifest must say the set is complete, every member it lists must have the size
+    written, and it must list each of ``members`` (the files the caller reads): a file it
+    does not list is left from an earlier set. A folder without a manifest (an export
+    interrupted between its renames, or one written by another tool or an older toolkit)
+    passes only with ``require_manifest=False``. ``what`` names the set in the message
+    (``"export of OrderFrames.to_parquet"``) and ``again`` says how to write it again.
+    """
+    root = Path(directory)
+    if not (root / MANIFEST).exists():
+        if not require_manifest:
+            return None
+        return (
+            f"{root} has no {MANIFEST}, so nothing says its files are one complete {what} "
+            "(an export interrupted while its files were renamed into place, or one written "
+            f"by another tool or an older toolkit); {again} (in Python, "
+            "require_manifest=False reads the files as they are)"
+        )
+    listed = read_manifest(root)
+    if listed is None:
+        return (
+            f"{root} holds an incomplete export (its {MANIFEST} does not match the files); {again}"
+        )
+    unlisted = [name for name in members if name not in listed]
+    if unlisted:
+        return (
+            f"{root}: its {MANIFEST} lists the files of the last export written there "
+            f"({', '.join(sorted(listed)) or 'none'}), not {', '.join(unlisted)}, which are "
+            f"left from an earlier one; {again}"
+        )
+    return None

@@ -110,3 +110,21 @@ def test_both_outputs_are_checked_before_anything_is_written(
     assert captured.err.startswith(f"toolkit report: error: {flag}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing written
     assert afile.read_text() == "x"
+
+
+def test_an_export_whose_manifest_lists_files_now_missing_is_refused(
+    export_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder with a manifest is an export set: files missing from it mean an export
+    that was interrupted or half replaced, never a partial set to report on."""
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(export_dir, broken)
+    assert (broken / "_manifest.json").exists()
+    (broken / "fills.parquet").unlink()
+    out = tmp_path / "r.html"
+    assert main(["report", "--orders", str(broken), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

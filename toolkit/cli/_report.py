@@ -57,15 +57,19 @@ def register(subparsers: Any) -> None:
 
 
 def load_frames(directory: Path) -> Any:
-    """The export as ``OrderFrames`` when complete; else the frames present, read directly."""
+    """The export as ``OrderFrames`` when it is whole or has a manifest (which must then
+    match); else (loose files) the frames present, read directly."""
     missing = [n for n in FRAME_FILES if not (directory / f"{n}.parquet").is_file()]
     if "orders" in missing:
         from toolkit.errors import InvalidRequest
 
         raise InvalidRequest(f"no orders.parquet in {directory}")
-    if not missing:
-        from toolkit.frames._frames import OrderFrames
+    from toolkit.frames._frames import OrderFrames
 
+    if not missing or (directory / "_manifest.json").exists():
+        # an export set is read whole, under its manifest: one its manifest does not
+        # match (files missing, another export's manifest) is refused, never reported as
+        # a partial or mixed set; a folder of loose files (no manifest) is read as it is
         return OrderFrames.read_parquet(directory)
     import pandas as pd
 

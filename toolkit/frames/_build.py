@@ -1,17 +1,22 @@
 """The wire table -> the five frame tables (orders, trades, fees, evaluated_tickers, fills):
-decimal and timestamp columns, the status case, the trades/evaluatedTickers explode, fills."""
+decimal and timestamp columns, the status case, the trades/evaluatedTickers explode, fills,
+and unique column names (a wire field named like a derived column is renamed)."""
 
 from __future__ import annotations
 
 import warnings
-from contextlib import suppress
-from decimal import Decimal, InvalidOperation
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.frames._columns import (
+    REQUIRED_TIMES,
+    TIMESTAMP,
+    Where,
+    to_decimal,
+    to_timestamp,
+)
 from toolkit.frames._schema import (
     FILL_CONTEXT,
     ORDER,
@@ -21,18 +26,21 @@ from toolkit.frames._schema import (
     quote_struct,
 )
 
-#: exact decimals: 20 integer and 18 fractional digits hold any price or quantity we know of;
-#: a column that needs more is widened (see _exact_type), never rounded
-EXACT_DECIMAL = pa.decimal128(38, 18)
-TIMESTAMP = pa.timestamp("ms", tz="UTC")
-# below this a Unix time is in seconds: 1e11 s is the year 5138, 1e11 ms is 1973
-_SECONDS_BELOW = 100_000_000_000
-_NUMBER_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+# TIMESTAMP: the exports' time type, imported from here by _frames
+__all__ = ["TIMESTAMP", "_build_tables"]
 
 _ORDER_DEC = columns_of_kind(ORDER, "dec")
 _ORDER_TS = columns_of_kind(ORDER, "ts")
 _TRADE_DEC = columns_of_kind(TRADE, "dec")
 _TRADE_TS = columns_of_kind(TRADE, "ts")
+
+#: the columns the frames derive, per frame: a wire field of that name is renamed
+#: ``<prefix>.<name>`` (``trade.symbol``) so the derived column keeps its meaning; a trade's
+#: are the fills' too, so trades and fills name a trade field alike
+_ORDER_DERIVED = frozenset({"statusRaw"})
+_TRADE_DERIVED = frozenset({"orderId", "venue", *(target for _, target in FILL_CONTEXT)})
+_QUOTE_DERIVED = frozenset({"orderId", "rank"})
+_FEE_DERIVED = frozenset({"orderId", "symbol", "operationalFees"})
 
 
 # --------------------------------------------------------------------------- columns
@@ -44,113 +52,68 @@ def _flatten(table: pa.Table) -> pa.Table:
     return table
 
 
-def _exact_type(values: pa.ChunkedArray) -> pa.DataType | None:
-    """The narrowest decimal type holding every value exactly (None: none does)."""
-    whole = scale = 0
-    for text in pc.unique(values).to_pylist():
-        if text is None:
-            continue
-        try:
-            _, digits, exponent = Decimal(text).normalize().as_tuple()
-        except InvalidOperation:
-            continue
-        if not isinstance(exponent, int):
-            continue
-        scale = max(scale, -exponent)
-        whole = max(whole, len(digits) + exponent)
-    for precision in (38, 76):
-        if whole + scale <= precision:
-            wide_scale = max(scale, min(18, precision - whole))
-            make = pa.decimal128 if precision == 38 else pa.decimal256
-            return make(precision, wide_scale)
-    return None
-
-
-def _to_decimal(col: pa.ChunkedArray, exact: bool, name: str) -> pa.ChunkedArray:
-    target = EXACT_DECIMAL if exact else pa.float64()
-    if pa.types.is_null(col.type):
-        return pa.chunked_array([pa.nulls(len(col), target)])
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        col = pc.cast(col, pa.string())
-    with suppress(pa.ArrowInvalid):
-        return pc.cast(col, target)
-    # slow path: blanks and non-numbers become null, oversize exact values widen the type
-    col = pc.utf8_trim_whitespace(col)
-    numeric = pc.match_substring_regex(col, _NUMBER_RE)
-    # "" is how the service says "no value"; only real garbage deserves a warning
-    bad = pc.sum(pc.and_(pc.not_equal(col, ""), pc.invert(numeric))).as_py() or 0
-    col = pc.if_else(numeric, col, pa.scalar(None, col.type))
-    if bad:
-        warnings.warn(
-            f"{bad} value(s) of {name} are not numbers; they were set to null",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-    if not exact:
-        return pc.cast(col, target)
-    with suppress(pa.ArrowInvalid):
-        return pc.cast(col, target)
-    wide = _exact_type(col)
-    if wide is None:
-        warnings.warn(f"{name} needs more than 76 digits; kept as text", RuntimeWarning, 4)
-        return col
-    return pc.cast(col, wide)
-
-
-def _epoch_ms(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Numbers of one column -> int64 Unix milliseconds, seconds detected by magnitude per
-    value (below 1e11 is seconds: no real moment is ambiguous, so a column mixing the two
-    units still comes out right)."""
-    if pa.types.is_integer(col.type):
-        col = pc.cast(col, pa.int64())
-    seconds = pc.less(pc.abs(col), _SECONDS_BELOW)
-    if pc.any(seconds).as_py():
-        col = pc.if_else(seconds, pc.multiply(col, 1000), col)
-    if pa.types.is_floating(col.type):
-        col = pc.round(col)
-    return pc.cast(col, pa.int64())
-
-
-def _to_timestamp(col: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
-    if pa.types.is_null(col.type):
-        return pa.chunked_array([pa.nulls(len(col), TIMESTAMP)])
-    if pa.types.is_timestamp(col.type):
-        return pc.cast(col, TIMESTAMP)
-    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        return pc.cast(_epoch_ms(col), TIMESTAMP)
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        col = pc.cast(col, pa.string())
-    # text: numbers in a string (the magnitude rule applies to them alone), else ISO 8601
-    numeric = pc.fill_null(pc.match_substring_regex(col, _NUMBER_RE), False)
-    numbers = pc.cast(pc.if_else(numeric, col, pa.scalar(None, col.type)), pa.float64())
-    epoch = _epoch_ms(numbers)
-    others = pc.and_(pc.is_valid(col), pc.invert(numeric))
-    if not pc.any(others).as_py():
-        return pc.cast(epoch, TIMESTAMP)
-    texts = pc.if_else(others, col, pa.scalar(None, col.type)).to_pylist()
-    parsed = pd.to_datetime(
-        pd.Series(texts, dtype=object), utc=True, errors="coerce", format="ISO8601"
-    )
-    lost = int(parsed.isna().sum()) - (len(texts) - int(pc.sum(others).as_py() or 0))
-    if lost:
-        warnings.warn(
-            f"{lost} value(s) of {name} are not timestamps; they were set to null",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-    from_text = pa.array(parsed.dt.as_unit("ms"), type=TIMESTAMP)
-    return pc.if_else(numeric, pc.cast(epoch, TIMESTAMP), from_text)
-
-
 def _convert(
-    table: pa.Table, decimals: frozenset[str], timestamps: frozenset[str], exact: bool
+    table: pa.Table,
+    decimals: frozenset[str],
+    timestamps: frozenset[str],
+    exact: bool,
+    ids: pa.ChunkedArray,
+    unit: str = "auto",
+    path: str = "",
+    required: frozenset[str] = frozenset(),
 ) -> pa.Table:
+    """The decimal and time columns of ``table`` typed; ``ids`` (the order of each row) and
+    ``path`` (``trades[].``) name the values the messages quote."""
     for i, name in enumerate(table.column_names):
         if name in decimals:
-            table = table.set_column(i, name, _to_decimal(table.column(i), exact, name))
+            where = Where(path + name, ids, unit)
+            table = table.set_column(i, name, to_decimal(table.column(i), exact, where))
         elif name in timestamps:
-            table = table.set_column(i, name, _to_timestamp(table.column(i), name))
+            where = Where(path + name, ids, unit)
+            col = to_timestamp(table.column(i), where, name in required)
+            table = table.set_column(i, name, col)
     return table
+
+
+def _free(name: str, used: set[str]) -> str:
+    if name not in used:
+        return name
+    n = 2
+    while f"{name}#{n}" in used:
+        n += 1
+    return f"{name}#{n}"
+
+
+def _unique(
+    table: pa.Table, derived: frozenset[str], prefix: str, frame: str, renamed: list[str]
+) -> pa.Table:
+    """``table`` with every name once: a wire field named like a column the frames derive
+    becomes ``<prefix>.<name>``; a name flattened twice (a key ``"a.b"`` next to an object
+    ``a`` with ``b``) gets ``#2`` on its second column. Each rename is added to ``renamed``."""
+    names = table.column_names
+    used = set(names) | set(derived)
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in names:
+        new = name
+        if name in derived:
+            new = _free(f"{prefix}.{name}" if prefix else name, used)
+        elif name in seen:
+            new = _free(name, used)
+        if new != name:
+            used.add(new)
+            renamed.append(f"{frame} {name!r} -> {new!r}")
+        seen.add(new)
+        out.append(new)
+    return table if out == names else table.rename_columns(out)
+
+
+def _check_unique(tables: dict[str, pa.Table]) -> None:
+    for frame, table in tables.items():
+        names = table.column_names
+        if len(set(names)) != len(names):  # pragma: no cover - _unique makes them so
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise RuntimeError(f"bug: the {frame} frame names columns twice: {twice}")
 
 
 def _explode(lists: pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
@@ -182,42 +145,64 @@ def _canonical_status(table: pa.Table) -> pa.Table:
 
 
 def _build_tables(
-    table: pa.Table, exact: bool, fields: QuoteFields | None = None
+    table: pa.Table, exact: bool, fields: QuoteFields | None = None, *, unit: str = "auto"
 ) -> dict[str, pa.Table]:
+    """The five frame tables of the wire ``table``; ``unit`` is the profile's
+    ``orders.timestamp_unit`` ("auto": seconds or milliseconds by magnitude, per value)."""
     element = quote_struct(fields or QuoteFields())
     ids = table.column("id")
+    if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        ids = pc.cast(ids, pa.string())
     fee_present = pc.is_valid(table.column("fee"))
+    renamed: list[str] = []
     orders = _flatten(table.drop_columns(["trades", "evaluatedTickers"]))
-    orders = _canonical_status(_convert(orders, _ORDER_DEC, _ORDER_TS, exact))
+    orders = _unique(orders, _ORDER_DERIVED, "order", "orders", renamed)
+    orders = _convert(orders, _ORDER_DEC, _ORDER_TS, exact, ids, unit, "", REQUIRED_TIMES)
+    orders = _canonical_status(orders)
 
     items, trade_rows = _explode(table.column("trades"))
-    trades = _convert(_flatten(items), _TRADE_DEC, _TRADE_TS, exact)
-    trades = trades.add_column(0, "orderId", _take(ids, trade_rows))
+    trade_ids = _take(ids, trade_rows)
+    trades = _unique(_flatten(items), _TRADE_DERIVED, "trade", "trades", renamed)
+    trades = _convert(trades, _TRADE_DEC, _TRADE_TS, exact, trade_ids, unit, "trades[].")
+    trades = trades.add_column(0, "orderId", trade_ids)
 
     items, quote_rows = _explode(table.column("evaluatedTickers"))
+    quote_ids = _take(ids, quote_rows)
+    quotes = _unique(_flatten(items), _QUOTE_DERIVED, "quote", "evaluated_tickers", renamed)
     quotes = _convert(
-        _flatten(items),
+        quotes,
         columns_of_kind(element, "dec"),
         columns_of_kind(element, "ts"),
         exact,
+        quote_ids,
+        unit,
+        "evaluatedTickers[].",
     )
     # quote_rows is sorted, so an item's rank is its distance from its order's first item
     rank = np.arange(len(quote_rows), dtype=np.int64) - np.searchsorted(
         quote_rows, quote_rows, side="left"
     )
     quotes = quotes.add_column(0, "rank", pa.array(rank, pa.int64()))
-    quotes = quotes.add_column(0, "orderId", _take(ids, quote_rows))
+    quotes = quotes.add_column(0, "orderId", quote_ids)
 
     with_fee = orders.filter(fee_present)
     fee_columns = [n for n in with_fee.column_names if n.startswith("fee.")]
-    fees = pa.table(
-        {
-            "orderId": with_fee.column("id"),
-            "symbol": with_fee.column("symbol"),
-            **{n.removeprefix("fee."): with_fee.column(n) for n in fee_columns},
-            "operationalFees": with_fee.column("operationalFees"),
-        }
+    fees = pa.Table.from_arrays(
+        [
+            with_fee.column("id"),
+            with_fee.column("symbol"),
+            *(with_fee.column(n) for n in fee_columns),
+            with_fee.column("operationalFees"),
+        ],
+        names=[
+            "orderId",
+            "symbol",
+            # a fee field named like a derived column keeps its order column's name
+            *(n if n[4:] in _FEE_DERIVED else n[4:] for n in fee_columns),
+            "operationalFees",
+        ],
     )
+    fees = _unique(fees, frozenset(), "", "fees", renamed)
 
     fills = trades
     for source, target in FILL_CONTEXT:
@@ -229,10 +214,19 @@ def _build_tables(
                 pc.fill_null(usable, False), executed, _take(orders.column("exchange"), trade_rows)
             )
             fills = fills.append_column("venue", venue)
-    return {
+    tables = {
         "orders": orders,
         "trades": trades,
         "fees": fees,
         "evaluated_tickers": quotes,
         "fills": fills,
     }
+    if renamed:
+        warnings.warn(
+            "the service sent fields named like columns the frames derive (or like one "
+            f"another); they were renamed: {', '.join(renamed)}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    _check_unique(tables)
+    return tables

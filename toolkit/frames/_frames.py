@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from toolkit._atomic import MANIFEST, atomic_files, read_manifest
+from toolkit._atomic import MANIFEST, atomic_files, set_problem
 from toolkit.errors import InvalidRequest
 from toolkit.frames._build import TIMESTAMP, _build_tables
 from toolkit.frames._parse import RawOrder, _bodies, _parse
@@ -49,6 +49,8 @@ def _types_mapper(dtype: pa.DataType) -> pd.api.extensions.ExtensionDtype | None
     # exact decimals stay Arrow-backed; numpy has no decimal dtype and object would copy
     if pa.types.is_decimal(dtype):
         return pd.ArrowDtype(dtype)
+    if pa.types.is_integer(dtype):  # exact with gaps, where numpy would make float64
+        return pd.Int64Dtype() if pa.types.is_signed_integer(dtype) else pd.UInt64Dtype()
     return None
 
 
@@ -66,13 +68,19 @@ def build_frames(
 
     ``raw_orders`` holds one order per item: the raw response body (bytes or str) or an
     already-parsed mapping. Decimal strings become float64, or exact ``decimal128(38, 18)``
-    (wider when a value needs it) with ``exact=True``; timestamps become
-    ``datetime64[ms, UTC]`` whether sent in seconds or milliseconds (decided per column:
-    values below 1e11 are seconds). Unknown fields are kept as columns with their JSON types;
-    a field whose type changes between orders becomes text. Raises
-    :class:`~toolkit.errors.InvalidRequest` (a ``ValueError``) naming the item's position
-    for a body that is not one JSON object, an item of another type, or a mapping JSON
-    cannot hold.
+    with ``exact=True`` (always that type; a value it cannot hold is null, with a
+    warning); timestamps become ``datetime64[ms, UTC]``, read per the profile's
+    ``orders.timestamp_unit`` (``auto``: values below 1e11 are seconds). One odd order
+    never fails the load: a time that is no moment between 2000 and 9999 (NaN, Infinity,
+    microseconds...) or a text with a lone surrogate escape is null, with one warning per
+    column naming it; when most ``createdAt``/``updatedAt`` values are no such moment the
+    unit is wrong, and :class:`~toolkit.errors.InvalidResponse` names
+    ``orders.timestamp_unit``. Unknown fields are kept as columns with their JSON types
+    (integers as nullable ``Int64``, text beyond int64; a field named like a derived
+    column is renamed, e.g. ``trade.symbol``, with a warning); a field whose type changes
+    between orders becomes text. Raises :class:`~toolkit.errors.InvalidRequest` (a
+    ``ValueError``) naming the item's position for a body that is not one JSON object, an
+    item of another type, or a mapping JSON cannot hold.
 
     ``profile`` (default: the default profile) names the ``evaluatedTickers`` element fields
     (``orders.quote_venue_field``, ``quote_price_field``, ``quote_time_field``,
@@ -82,7 +90,8 @@ def build_frames(
     through it. Timestamps in seconds or milliseconds are told apart per value.
     """
     fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
-    tables = _build_tables(_parse(_bodies(raw_orders), fields), exact, fields)
+    unit = "auto" if profile is None else profile.orders.timestamp_unit
+    tables = _build_tables(_parse(_bodies(raw_orders), fields), exact, fields, unit=unit)
     return _from_tables(tables, quote_fields=fields)
 
 
@@ -130,17 +139,64 @@ def _to_arrow(df: pd.DataFrame) -> pa.Table:
     return table
 
 
-def _csv_column(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+#: a cell a spreadsheet would take as a formula (OWASP "CSV injection"): these first characters
+_FORMULA_START = r"^[=+\-@\t\r\n]"
+#: ... unless the whole cell is a plain number ("-1.5", "+2e3"), which runs nothing and reads
+#: as that number
+_PLAIN_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+_BOM = b"\xef\xbb\xbf"
+
+
+def _csv_column(col: pa.ChunkedArray, *, excel: bool) -> pa.ChunkedArray | pa.Array:
     dtype = col.type
     if pa.types.is_timestamp(dtype):
-        # ISO 8601 in UTC; %S carries the milliseconds of a ms column
-        return pc.strftime(pc.cast(col, TIMESTAMP), format="%Y-%m-%dT%H:%M:%SZ")
+        # ISO 8601 in UTC; %S carries the milliseconds of a ms column. Excel reads a time
+        # with no zone and takes "...Z" for text, so its form names UTC in the header
+        form = "%Y-%m-%d %H:%M:%S" if excel else "%Y-%m-%dT%H:%M:%SZ"
+        return pc.strftime(pc.cast(col, TIMESTAMP), format=form)
     if pa.types.is_nested(dtype) or pa.types.is_null(dtype):
-        return pa.array(
-            [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()],
-            pa.string(),
+        col = pa.chunked_array(
+            [
+                pa.array(
+                    [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()],
+                    pa.string(),
+                )
+            ]
         )
+    elif pa.types.is_dictionary(dtype) and pa.types.is_string(dtype.value_type):
+        col = col.cast(dtype.value_type)
+    if excel and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return _neutralise(col)
     return col
+
+
+def _neutralise(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Text cells a spreadsheet would run as a formula, prefixed with ``'`` (shown as text,
+    the ``'`` itself hidden); numbers are never touched, and neither is text that is a plain
+    number."""
+    risky = pc.and_(
+        pc.match_substring_regex(col, _FORMULA_START),
+        pc.invert(pc.match_substring_regex(col, _PLAIN_NUMBER)),
+    )
+    quote, nothing = pa.scalar("'", col.type), pa.scalar("", col.type)
+    return pc.if_else(risky, pc.binary_join_element_wise(quote, col, nothing), col)
+
+
+def _csv_name(name: str, dtype: pa.DataType, *, excel: bool) -> str:
+    if not excel:
+        return name
+    if pa.types.is_timestamp(dtype):
+        name = f"{name} (UTC)"
+    return str(_neutralise(pa.chunked_array([[name]], pa.string()))[0])
+
+
+def _csv_table(table: pa.Table, *, excel: bool) -> pa.Table:
+    if not table.num_columns:
+        return pa.table({})
+    return pa.Table.from_arrays(
+        [_csv_column(table.column(i), excel=excel) for i in range(table.num_columns)],
+        names=[_csv_name(f.name, f.type, excel=excel) for f in table.schema],
+    )
 
 
 @dataclass(eq=False, repr=False)
@@ -217,7 +273,9 @@ class OrderFrames:
         DuckDB, Polars and Spark read the files as they are. The set appears whole or not
         at all: every file is written under a temporary name first (a failure such as a
         full disk leaves the folder as it was), then renamed into place, and
-        ``_manifest.json`` (written last) lists the files of the complete set."""
+        ``_manifest.json`` (written last) lists the files of the complete set. The
+        previous manifest is removed before the first rename, so an export interrupted
+        there leaves a folder :meth:`read_parquet` refuses, never a mix read as one set."""
         root = _export_dir(directory)
         with atomic_files(root) as files:
             for name, df in self.frames().items():
@@ -236,49 +294,101 @@ class OrderFrames:
                 pq.write_table(table, files.path(f"{name}.parquet"), compression="zstd")
         return {name: root / f"{name}.parquet" for name in FRAME_NAMES}
 
-    def to_csv(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
+    def to_csv(self, directory: str | os.PathLike[str], *, excel: bool = True) -> dict[str, Path]:
         """Write ``<name>.csv`` per frame into ``directory``; returns the paths.
 
-        UTF-8, a header row, ``,`` separators, ``.`` decimal points, ISO 8601 UTC timestamps
-        (``2026-11-01T12:00:00.123Z``), empty cells for nulls, nested values as JSON text.
-        Whole or not at all, like :meth:`to_parquet`."""
+        A header row, ``,`` separators, ``.`` decimal points, empty cells for nulls, nested
+        values as JSON text. Whole or not at all, like :meth:`to_parquet`.
+
+        Parameters
+        ----------
+        directory : path
+            Created if needed.
+        excel : bool
+            True (the default): files a spreadsheet opens safely and reads as they are,
+            which DuckDB, Polars and pandas read too. UTF-8 with a byte-order mark (so
+            Excel reads accents); times as ``2026-11-01 12:00:00.123`` in UTC, with
+            `` (UTC)`` added to the column's name (Excel takes a time with a zone for
+            text); a text cell starting with ``=``, ``+``, ``-``, ``@``, a tab, CR or LF
+            that is not a plain number gets a leading ``'`` (so a spreadsheet shows the
+            service's text instead of running it as a formula), and so does such a
+            column name. Number columns are never changed. A program reading these
+            files sees that ``'`` in those cells: read the Parquet export, or write
+            ``excel=False``, for data meant for programs.
+            False: plain UTF-8 CSV (no byte-order mark), every cell as it is, times as
+            ISO 8601 with a ``Z`` (``2026-11-01T12:00:00.123Z``) under the frame's
+            column names.
+
+        Returns
+        -------
+        dict of str to Path
+            Frame name -> the file written.
+        """
+        if not isinstance(excel, bool):
+            raise InvalidRequest(f"excel must be True or False, not {excel!r}")
         root = _export_dir(directory)
         with atomic_files(root) as files:
             for name, df in self.frames().items():
-                table = _to_arrow(df)
-                table = pa.table(
-                    {n: _csv_column(table.column(n)) for n in table.column_names}
-                    if table.num_columns
-                    else {}
-                )
-                pcsv.write_csv(table, files.path(f"{name}.csv"))
+                table = _csv_table(_to_arrow(df), excel=excel)
+                with open(files.path(f"{name}.csv"), "wb") as out:
+                    if excel:
+                        out.write(_BOM)
+                    pcsv.write_csv(table, out)
         return {name: root / f"{name}.csv" for name in FRAME_NAMES}
 
     @classmethod
-    def read_parquet(cls, directory: str | os.PathLike[str]) -> OrderFrames:
+    def read_parquet(
+        cls, directory: str | os.PathLike[str], *, require_manifest: bool = True
+    ) -> OrderFrames:
         """Read back what :meth:`to_parquet` wrote, with the same dtypes.
 
-        Raises :class:`~toolkit.errors.InvalidRequest` (a ``ValueError``) naming the
-        folder or file: an empty path, a folder that does not exist, one without the five
-        ``<name>.parquet`` files, whose manifest shows an interrupted export, or with a
-        file that is not Parquet (damaged, cut short)."""
+        Only a complete export is read: its ``_manifest.json`` must say so and list the
+        five ``<name>.parquet`` files with the sizes they have. A folder where an export
+        was interrupted, or where a later export (``to_csv``, ``to_parquet``) replaced the
+        manifest, is refused rather than read as a mix of two exports.
+
+        Parameters
+        ----------
+        directory : path
+            A folder :meth:`to_parquet` wrote.
+        require_manifest : bool
+            False reads a folder without a manifest as it is (one written by another tool
+            or an older toolkit): nothing then tells a complete set from an interrupted
+            one. A manifest present is always checked.
+
+        Returns
+        -------
+        OrderFrames
+
+        Raises
+        ------
+        InvalidRequest
+            A ``ValueError`` naming the folder or file: an empty path, a folder that does
+            not exist, one without the five ``<name>.parquet`` files, without a manifest,
+            whose manifest does not match the files or does not list them, or with a file
+            that is not Parquet (damaged, cut short).
+        """
         if not isinstance(directory, str | os.PathLike) or not str(os.fspath(directory)).strip():
             raise InvalidRequest(f"read_parquet needs a folder path, not {directory!r}")
         root = Path(directory)
         if not root.is_dir():
             raise InvalidRequest(f"no export at {root} (a folder OrderFrames.to_parquet wrote)")
-        if (root / MANIFEST).exists() and read_manifest(root) is None:
-            raise InvalidRequest(
-                f"{root} holds an incomplete export (its {MANIFEST} does not match the "
-                "files); export again"
-            )
-        absent = [
-            f"{name}.parquet" for name in FRAME_NAMES if not (root / f"{name}.parquet").is_file()
-        ]
+        names = [f"{name}.parquet" for name in FRAME_NAMES]
+        again = "export again (OrderFrames.to_parquet, toolkit load)"
+        what = "export of OrderFrames.to_parquet"
+        # an interrupted or damaged set is named as such before a member is missed
+        if (root / MANIFEST).exists() and (
+            problem := set_problem(root, [], what=what, again=again)
+        ):
+            raise InvalidRequest(problem)
+        absent = [name for name in names if not (root / name).is_file()]
         if absent:
-            raise InvalidRequest(
-                f"{root} is not an export of OrderFrames.to_parquet: no {', '.join(absent)}"
-            )
+            raise InvalidRequest(f"{root} is not an {what}: no {', '.join(absent)}")
+        problem = set_problem(
+            root, names, what=what, again=again, require_manifest=require_manifest
+        )
+        if problem:
+            raise InvalidRequest(problem)
         tables = {name: _read_frame(root / f"{name}.parquet") for name in FRAME_NAMES}
         meta = (tables["orders"].schema.metadata or {}).get(_PARQUET_META_KEY)
         try:

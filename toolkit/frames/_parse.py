@@ -1,9 +1,11 @@
 """Raw fetchOrder bodies -> one Arrow table of the wire schema: the bodies joined as JSON lines,
-the pyarrow.json read, and the repair pass (type planning, rewrite) for input it refuses."""
+the pyarrow.json read, and the repair pass (type planning, rewrite) for input it refuses or
+would round (an integer beyond int64)."""
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -24,6 +26,9 @@ RawOrder = bytes | bytearray | memoryview | str | Mapping[str, Any]
 # large blocks keep the parser's per-block overhead low; threads split the blocks
 _BLOCK_SIZE = 4 << 20
 _INT64 = (-(2**63), 2**63 - 1)
+# an integer literal of 19 digits or more in a value's place may not fit int64, which
+# pyarrow.json would read as a double, rounded: the repair pass keeps it as its digits
+_LONG_INT = re.compile(rb"[:,\[]\s*-?[0-9]{19,}(?![0-9.eE])")
 
 Path_ = tuple[str, ...]  # a field's place in the JSON; "[]" steps into list items
 
@@ -102,7 +107,9 @@ def _bodies(raw_orders: Sequence[RawOrder]) -> list[bytes]:
         if isinstance(item, bytes):
             append(item)
         elif isinstance(item, str):
-            append(item.encode())
+            # a lone surrogate has no UTF-8: written as its JSON escape, which the repair
+            # pass reads back and nulls with a warning, as the service's own escape
+            append(item.encode("utf-8", "backslashreplace"))
         elif isinstance(item, bytearray | memoryview):
             append(bytes(item))
         elif isinstance(item, Mapping):
@@ -156,6 +163,16 @@ def _read(data: bytes, schema: pa.Schema) -> pa.Table:
     )
 
 
+def _holds_double(dtype: pa.DataType) -> bool:
+    if pa.types.is_floating(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_holds_double(f.type) for f in dtype)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _holds_double(dtype.value_type)
+    return False
+
+
 class _RowCountMismatch(Exception):
     pass
 
@@ -166,11 +183,14 @@ def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
     if not bodies:
         return schema.empty_table()
     _check_shapes(bodies)
+    data = _join(bodies)
     try:
-        table = _read(_join(bodies), schema)
+        table = _read(data, schema)
         if table.num_rows != len(bodies):
             raise _RowCountMismatch
-        return table
+        # only an inferred field can be a double; then a long integer may have been rounded
+        if not (any(_holds_double(f.type) for f in table.schema) and _LONG_INT.search(data)):
+            return table
     except (pa.ArrowInvalid, _RowCountMismatch):
         pass
     data, overrides = _repair(bodies, _known(fields))
@@ -184,11 +204,13 @@ def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
 
 
 # --------------------------------------------------------------------------- repair pass
-# Only runs when pyarrow refused the input. It finds, per JSON path, the kinds of value the
-# orders hold, and rewrites the paths pyarrow cannot type: unknown fields whose kind changes
-# become strings, known text fields holding numbers/objects become their JSON text, known
+# Only runs when pyarrow refused the input (or read a long integer as a double). It finds,
+# per JSON path, the kinds of value the orders hold, and rewrites the paths pyarrow cannot
+# type: unknown fields whose kind changes, or holding an integer beyond int64, become
+# strings, known text fields holding numbers/objects become their JSON text, known
 # timestamps holding fractions become float64 (strings: text), and a known object or list
-# holding something else is dropped to null with a warning.
+# holding something else is dropped to null with a warning; so is a text with a lone
+# surrogate escape (no UTF-8 holds it: pyarrow refuses the whole input for it).
 
 
 def _kind(value: Any) -> str:
@@ -284,28 +306,84 @@ def _as_text(value: Any) -> Any:
     return json.dumps(value, separators=(",", ":"), default=float)
 
 
-def _rewrite(
-    value: Any,
-    path: Path_,
-    actions: dict[Path_, str],
-    nulled: dict[Path_, int],
-    known: Mapping[Path_, Field] = _KNOWN,
-) -> Any:
-    action = actions.get(path)
-    if action == "text":
-        return _as_text(value)
-    if action == "null":
-        spec = known[path]
-        ok = dict if isinstance(spec, Struct) else list
-        if value is not None and not isinstance(value, ok):
-            nulled[path] = nulled.get(path, 0) + 1
+def _valid_text(text: str) -> bool:
+    """Whether ``text`` is text UTF-8 can hold: not a lone surrogate (a ``"\\ud800"``
+    escape, which the JSON grammar allows and ``json.loads`` decodes)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class _Rewriter:
+    """Rewrites the values of one order after another per the plan's actions, counting what
+    it had to null per path (and the first order it nulled in)."""
+
+    def __init__(self, actions: dict[Path_, str], known: Mapping[Path_, Field]) -> None:
+        self.actions = actions
+        self.known = known
+        self.order = ""
+        #: path -> orders whose value was not of the known shape (object, list)
+        self.nulled: dict[Path_, int] = {}
+        #: path -> [texts that were no valid text (lone surrogates), an order holding one]
+        self.invalid: dict[Path_, list[Any]] = {}
+
+    def __call__(self, value: Any, path: Path_) -> Any:
+        if isinstance(value, str) and not _valid_text(value):
+            # as the recorder does (recording/_misses.py valid_text): a text that is not
+            # the one sent is never passed off as it; it is null and counted
+            seen = self.invalid.setdefault(path, [0, self.order])
+            seen[0] += 1
             return None
-    if isinstance(value, dict):
-        return {k: _rewrite(v, (*path, k), actions, nulled, known) for k, v in value.items()}
-    if isinstance(value, list):
-        item_path = (*path, "[]")
-        return [_rewrite(v, item_path, actions, nulled, known) for v in value]
-    return value
+        action = self.actions.get(path)
+        if action == "text":
+            return _as_text(value)
+        if action == "null":
+            spec = self.known[path]
+            ok = dict if isinstance(spec, Struct) else list
+            if value is not None and not isinstance(value, ok):
+                self.nulled[path] = self.nulled.get(path, 0) + 1
+                return None
+        if isinstance(value, dict):
+            # a field name is no value: a lone surrogate in one is kept as its escape
+            return {
+                k if _valid_text(k) else _escaped(k): self(v, (*path, k)) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            item_path = (*path, "[]")
+            return [self(v, item_path) for v in value]
+        return value
+
+    def warn(self) -> None:
+        for path, count in self.nulled.items():
+            shape = "object" if isinstance(self.known[path], Struct) else "list"
+            warnings.warn(
+                f"{count} order(s) had a non-{shape} value in {'.'.join(path)}; it was set to null",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+        for path, (count, order) in self.invalid.items():
+            warnings.warn(
+                f"{count} value(s) of {'.'.join(path).replace('.[]', '[]')} are not valid "
+                f"text (a lone UTF-16 surrogate escape such as \\ud800; {order}); they "
+                "were set to null",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+
+
+def _escaped(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
+def _named(doc: Mapping[str, Any], i: int) -> str:
+    oid = doc.get("id")
+    if isinstance(oid, str) and oid and _valid_text(oid):
+        return f"order {oid!r:.60}"
+    return f"order #{i}"
 
 
 def _repair(
@@ -327,17 +405,11 @@ def _repair(
         for key, value in doc.items():
             _observe(value, (key,), kinds)
     actions, overrides = _plan(kinds, known)
-    nulled: dict[Path_, int] = {}
+    rewrite = _Rewriter(actions, known)
     encode = json.JSONEncoder(separators=(",", ":"), default=float).encode
     lines = []
-    for doc in docs:
-        fixed = {k: _rewrite(v, (k,), actions, nulled, known) for k, v in doc.items()}
-        lines.append(encode(fixed).encode())
-    for path, count in nulled.items():
-        warnings.warn(
-            f"{count} order(s) had a non-{'object' if isinstance(known[path], Struct) else 'list'}"
-            f" value in {'.'.join(path)}; it was set to null",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    for i, doc in enumerate(docs):
+        rewrite.order = _named(doc, i)
+        lines.append(encode(rewrite(doc, ())).encode())
+    rewrite.warn()
     return b"\n".join(lines), overrides

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit._atomic import atomic_files, atomic_write_text
+from toolkit._atomic import atomic_files, atomic_write_text, read_manifest, set_problem
 from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
@@ -191,9 +191,17 @@ class ExecutionReport:
 
     @classmethod
     def read_parquet(
-        cls, directory: str | os.PathLike[str], *, title: str = DEFAULT_TITLE
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        title: str = DEFAULT_TITLE,
+        require_manifest: bool = True,
     ) -> ExecutionReport:
         """A report from the tables ``to_parquet`` wrote (figures are drawn again).
+
+        Only the tables its ``_manifest.json`` lists are read, and only when it says the
+        set is complete: a folder where a later set was interrupted is refused rather than
+        read as a mix of two reports, and other Parquet files beside them are not tables.
 
         Parameters
         ----------
@@ -201,13 +209,40 @@ class ExecutionReport:
             A folder ``to_parquet`` wrote.
         title : str
             The page's title.
+        require_manifest : bool
+            False reads every ``*.parquet`` of a folder without a manifest as a table
+            (nothing then tells a complete set from an interrupted one). A manifest
+            present is always checked.
 
         Returns
         -------
         ExecutionReport
+
+        Raises
+        ------
+        InvalidRequest
+            No such folder, no manifest, one that does not match the files, or a table
+            missing.
         """
         d = Path(directory)
-        tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
+        if not d.is_dir():
+            raise InvalidRequest(
+                f"no report tables at {d} (a folder ExecutionReport.to_parquet wrote)"
+            )
+        problem = set_problem(
+            d,
+            [],
+            what="set of ExecutionReport.to_parquet tables",
+            again="write the tables again (report.to_parquet)",
+            require_manifest=require_manifest,
+        )
+        if problem:
+            raise InvalidRequest(problem)
+        listed = read_manifest(d)
+        names = list(listed) if listed is not None else [p.name for p in d.glob("*.parquet")]
+        tables = {
+            Path(n).stem: pd.read_parquet(d / n) for n in sorted(names) if n.endswith(".parquet")
+        }
         return cls(tables, title=title)
 
 
