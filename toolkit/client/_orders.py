@@ -451,12 +451,11 @@ def _acceptance(response: httpx.Response, what: str, setting: str) -> dict[str, 
             return payload
         problem, body, cause = f"response body is {kind_of(payload)}", None, None
     kind = response.headers.get("content-type", "").split(";")[0].strip()
-    plural = "s" if "batch" in what else ""
     raise InvalidResponse(
         f"{what} route ({setting}) answered {response.status_code}"
         f"{f' ({kind})' if kind else ''} with a body that is not a JSON object ({problem}): "
-        f"the cancel{plural} may not have reached the service; read the order{plural} "
-        "(fetchOrder) before resending",
+        "the cancel may not have reached the service; read the order (fetchOrder) before "
+        "resending",
         method=response.request.method,
         url=response.request.url,
         status=response.status_code,
