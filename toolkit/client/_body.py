@@ -174,13 +174,15 @@ def _body_of(response: httpx.Response, cap: int) -> BoundedBody | bytes:
     except httpx.ResponseNotRead:
         return BoundedBody(response.headers.get_list("content-encoding", split_commas=True), cap)
     if len(body) > cap:
-        raise _refused(response, cap, BodyTooLarge())
+        too_large = BodyTooLarge()
+        raise _refused(response, cap, too_large) from too_large
     return body
 
 
 async def read_capped(response: httpx.Response, cap: int) -> bytes:
     """The decoded body of ``response`` (opened with ``stream=True``, not read yet), or
-    InvalidResponse once it passes ``cap`` bytes or is not in its declared encoding. The
+    InvalidResponse once it passes ``cap`` bytes or is not in its declared encoding (its
+    ``__cause__``: BodyTooLarge or EncodingMismatch). The
     deadline is the caller's (``asyncio.timeout`` around the send and this read)."""
     reader = _body_of(response, cap)
     if isinstance(reader, bytes):
@@ -190,7 +192,8 @@ async def read_capped(response: httpx.Response, cap: int) -> bytes:
             reader.feed(raw)
         return reader.body()
     except (BodyTooLarge, EncodingMismatch) as exc:
-        raise _refused(response, cap, exc) from None
+        # the cause says which (a caller such as the doctor tells the two apart)
+        raise _refused(response, cap, exc) from exc
 
 
 def read_capped_sync(response: httpx.Response, cap: int) -> bytes:
@@ -203,7 +206,8 @@ def read_capped_sync(response: httpx.Response, cap: int) -> bytes:
             reader.feed(raw)
         return reader.body()
     except (BodyTooLarge, EncodingMismatch) as exc:
-        raise _refused(response, cap, exc) from None
+        # the cause says which (a caller such as the doctor tells the two apart)
+        raise _refused(response, cap, exc) from exc
 
 
 def keep_body(response: httpx.Response, body: bytes) -> None:

@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 
+from toolkit.client._body import BodyTooLarge, read_capped
 from toolkit.doctor._report import Findings, Redactor
-from toolkit.errors import redact_url
+from toolkit.errors import InvalidResponse, redact_url
 from toolkit.profile import ServiceProfile
 
 #: the client's default ``max_response_bytes``
@@ -128,26 +129,15 @@ class Probe:
 
     async def _exchange(self, request: httpx.Request) -> tuple[httpx.Response, bytes]:
         """Send ``request`` and read its whole answer within ``timeout`` seconds (connect,
-        headers and body together: a gateway dripping bytes is cut), refusing a body that
-        decodes to more than ``max_bytes`` (a gzip bomb is never held whole). The client's
-        own reader (``AsyncRest._exchange``) needs its pool, so this is a small twin."""
+        headers and body together: a gateway dripping bytes is cut), through the client's
+        capped reader (``read_capped``: a body that decodes to more than ``max_bytes`` is
+        refused as it is read, so a gzip bomb is never held whole)."""
         where = f"{request.method} {redact_url(request.url)}"
         try:
             async with asyncio.timeout(self.timeout):
                 response = await self.http.send(request, stream=True)
                 try:
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > self.max_bytes:
-                            raise LimitExceeded(
-                                f"{where} -> {response.status_code}: answer larger than "
-                                f"max_response_bytes={self.max_bytes} (decoded); not read "
-                                "further",
-                                "too large",
-                            )
-                        chunks.append(chunk)
+                    content = await read_capped(response, self.max_bytes)
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -156,7 +146,16 @@ class Probe:
                 "covers the whole answer)",
                 "timed out",
             ) from None
-        return response, b"".join(chunks)
+        except InvalidResponse as exc:
+            if isinstance(exc.__cause__, BodyTooLarge):
+                raise LimitExceeded(
+                    f"{where} -> {response.status_code}: answer larger than "
+                    f"max_response_bytes={self.max_bytes} (decoded); not read further",
+                    "too large",
+                ) from None
+            # a body not in its declared encoding: a failed step, as a network error is
+            raise httpx.DecodingError(exc.message, request=request) from None
+        return response, content
 
     async def get(self, path: str, params: dict[str, Any] | None = None, **kw: Any) -> Answer:
         headers = kw.pop("headers", None)
