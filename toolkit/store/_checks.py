@@ -4,7 +4,6 @@ could not read back (before their row is written)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -36,6 +35,7 @@ IDENTITY_KEYS = ("base_url", "api_key")
 def store_identity(client: Client, profile: ServiceProfile) -> dict[str, str | None]:
     """Who a sync reads: the service's base URL, a fingerprint of the API key (never the
     key's secret; the key itself only as its last four characters) and the profile name."""
+    from toolkit.client._identity import key_fingerprint
     from toolkit.client._settings import mask_key
 
     settings = client.settings
@@ -43,7 +43,9 @@ def store_identity(client: Client, profile: ServiceProfile) -> dict[str, str | N
     hint = mask_key(key)
     return {
         "base_url": settings.base_url,
-        "api_key": f"sha256:{hashlib.sha256(key.encode()).hexdigest()[:16]}" if key else None,
+        # the fingerprint recordings name their account by (an account of the store's
+        # takes its recorded bodies: toolkit.store._recorded)
+        "api_key": key_fingerprint(key),
         # "…" alone (a short key) says nothing
         "api_key_hint": hint if hint and hint != "…" else None,
         "profile": profile.name,
