@@ -9,7 +9,7 @@ the loaders and the CLI. Low-level httpx errors are chained (``raise ... from ex
     ├── TransportError            the network failed (connect, read, timeout), after retries
     └── ServiceError              the service answered with a status we cannot accept
         ├── InvalidResponse       2xx whose body is not what the contract says
-        ├── BadRequest            400: the service refused the input
+        ├── BadRequest            400 or 422: the service refused the input
         ├── AuthenticationError   401: bad API key/secret, or a token refused twice
         ├── PermissionDenied      403: the API key lacks a permission
         ├── OrderNotFound         404 on fetchOrder / cancel: no such order here
@@ -213,7 +213,7 @@ class InvalidResponse(ServiceError):
 
 
 class BadRequest(ServiceError):
-    """400: the service refused the request's input."""
+    """400 (or 422): the service refused the request's input; nothing was recorded."""
 
 
 class AuthenticationError(ServiceError):

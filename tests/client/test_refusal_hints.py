@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from toolkit.client._client import Client
-from toolkit.errors import BadRequest, RouteNotActive
+from toolkit.errors import BadRequest, OrderNotFound, RouteNotActive
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.sim import Simulator
 
@@ -75,15 +75,14 @@ def test_a_load_refused_by_the_listing_names_the_page_settings(other_sim: Simula
     assert "listing.page_default (50)" in message and "status=OPEN,TRIGGERED" in message
 
 
-def test_a_refused_cancel_names_rest_cancel_profile_in_and_cancel_path(
+def test_a_cancel_refused_for_its_profile_id_placement_learns_the_other(
     other_sim: Simulator,
 ) -> None:
-    with client_of(other_sim) as client, pytest.raises(BadRequest) as info:
+    # the 400 is no dead end any more: the query placement is tried and learnt (the
+    # settings of a cancel refused in both placements: tests/client/test_cancel_placement.py)
+    with client_of(other_sim) as client, pytest.raises(OrderNotFound):
         client.cancel_limit_order("l-000001-abcd")
-    message = str(info.value)
-    assert "rest.cancel_profile_in ('body', where profileId was sent)" in message
-    assert "rest.cancel_path ('/orders/limit/orders/{order_id}/cancel')" in message
-    assert "profileId is required" in message
+    assert client.learned["rest.cancel_profile_in"].value == "query"
 
 
 def test_a_404_on_the_batch_route_names_rest_batch_cancel_path(other_sim: Simulator) -> None:

@@ -16,6 +16,7 @@ import httpx
 
 from toolkit.client._auth import TokenAuth
 from toolkit.client._items import ListItems, statuses_for
+from toolkit.client._learned import Learned
 from toolkit.client._orders import LimitOrderWrites, checked_order
 from toolkit.client._pagination import Paginator
 from toolkit.client._settings import Settings, mask_key, reject_moved_settings
@@ -157,6 +158,7 @@ class Client(LimitOrderWrites):
         )
         self._loop_thread = LoopThread("toolkit-client-loop")
         self._state = ClientState.UNOPENED
+        self._learned = Learned()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Client:
@@ -184,6 +186,16 @@ class Client(LimitOrderWrites):
     @property
     def state(self) -> ClientState:
         return self._state
+
+    @property
+    def learned(self) -> Learned:
+        """The profile settings this client learnt from the service's answers, by dotted
+        name (:class:`~toolkit.client._learned.LearnedSetting`: the value used for the rest
+        of the session, the profile's, the evidence, how many requests used it). Each was
+        logged once as a warning naming the line to write in the profile. Today: where a
+        cancel's ``profileId`` travels (``rest.cancel_profile_in``), learnt when the
+        service refuses one placement with 400/422 and takes the other."""
+        return self._learned
 
     @property
     def auth(self) -> httpx.Auth | None:

@@ -14,9 +14,11 @@ import httpx
 
 from toolkit.client import _cancel
 from toolkit.client._cancel import CancelResult
+from toolkit.client._learned import Learned
 from toolkit.client._settings import Settings
 from toolkit.client._transport import Route, decode_json
 from toolkit.errors import (
+    BadRequest,
     Conflict,
     InvalidRequest,
     InvalidResponse,
@@ -39,6 +41,9 @@ from toolkit.protocol import (
 
 T = TypeVar("T")
 
+#: the profile point a cancel's answer can show (spec 4.3: where profileId travels)
+CANCEL_PLACEMENT = "rest.cancel_profile_in"
+
 logger = logging.getLogger("toolkit.rest")
 
 
@@ -47,6 +52,7 @@ class LimitOrderWrites:
     whose settings, requests, loop thread and ``afetch_order`` these methods use."""
 
     _settings: Settings
+    _learned: Learned
 
     if TYPE_CHECKING:  # defined by Client
 
@@ -175,24 +181,12 @@ class LimitOrderWrites:
         path = profile.rest.cancel_path.format(order_id=order_id_path_segment(oid))
         pid = self._profile_id(profile_id)
         body: dict[str, Any] = {}
-        params: dict[str, str] = {}
         if reason is not None:
             if not isinstance(reason, str):
                 raise InvalidRequest(f"reason must be a string, not {reason!r}")
             body["reason"] = reason
-        if profile.rest.cancel_profile_in == "query":
-            params["profileId"] = pid
-        else:
-            body["profileId"] = pid
         try:
-            response = await self._request(
-                "PATCH",
-                path,
-                route=Route.CANCEL_LIMIT,
-                params=params or None,
-                json_body=body,
-                idempotent=False,
-            )
+            response = await self._send_cancel(path, pid, body)
         except Conflict:
             # the 409 body is not relied on: the order's state says which 409 this was
             order = await self.afetch_order(oid)
@@ -226,6 +220,64 @@ class LimitOrderWrites:
             raise
         return _cancel.confirmed(
             oid, payload, order, response.status_code, unit, self._finalized(), self._active()
+        )
+
+    async def _send_cancel(self, path: str, pid: str, body: dict[str, Any]) -> httpx.Response:
+        """The cancel request with ``profileId`` where the profile says, or where this
+        client learnt the service wants it. A 400/422 (a validation refusal: nothing was
+        recorded) is sent once more with ``profileId`` in the other place; when the
+        service takes that one (any answer but another refusal), the placement is learnt
+        for the session (:attr:`Client.learned`, one warning naming the profile line)."""
+        said = self._settings.profile.rest.cancel_profile_in
+        placement = str(self._learned.value(CANCEL_PLACEMENT, said))
+        try:
+            return await self._patch_cancel(path, pid, body, placement)
+        except BadRequest as refused:
+            if CANCEL_PLACEMENT in self._learned:
+                raise  # learnt from this service already: no second guess
+            other = "query" if placement == "body" else "body"
+            logger.info(
+                "the cancel was refused %s with profileId in the %s; trying once with "
+                "profileId in the %s (rest.cancel_profile_in is not shown by the spec)",
+                refused.status,
+                placement,
+                other,
+            )
+            try:
+                response = await self._patch_cancel(path, pid, body, other)
+            except BadRequest as again:
+                _add_to_message(
+                    refused,
+                    f"also refused ({again.status}) with profileId in the {other}",
+                )
+                raise refused from None
+            except (Conflict, OrderNotFound):
+                self._learn_placement(other, said, refused.status)
+                raise
+            self._learn_placement(other, said, refused.status)
+            return response
+
+    def _learn_placement(self, value: str, said: str, status: int | None) -> None:
+        self._learned.learn(
+            CANCEL_PLACEMENT,
+            value,
+            said,
+            f"the cancel was refused {status} with profileId in the {said} and taken "
+            f"with it in the {value}",
+        )
+
+    async def _patch_cancel(
+        self, path: str, pid: str, body: dict[str, Any], placement: str
+    ) -> httpx.Response:
+        params = {"profileId": pid} if placement == "query" else None
+        payload = body if placement == "query" else {**body, "profileId": pid}
+        return await self._request(
+            "PATCH",
+            path,
+            route=Route.CANCEL_LIMIT,
+            params=params,
+            json_body=payload,
+            idempotent=False,
         )
 
     def _finalized(self) -> frozenset[str]:

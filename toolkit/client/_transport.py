@@ -478,8 +478,9 @@ class AsyncRest:
             )
         if status == 404:
             return OrderNotFound(f"{route.value}: order not found{suffix}", **kwargs)
-        if status == 400:
-            # the service's own words even when rest.error_message_field misses them
+        if status in (400, 422):
+            # a validation refusal (422: a gateway's word for it); the service's own words
+            # even when rest.error_message_field misses them
             said = suffix or (f": {self.scrub(_excerpt(body))}" if body.strip() else "")
             hint = refusal_hint(route, request, self.settings)
             return BadRequest(f"{route.value}: the service refused the input{said}{hint}", **kwargs)

@@ -69,6 +69,11 @@ class Knobs:
     batch_cancel_max: int = 100
     #: name in `exchange` for service-managed orders
     service_name: str = "toolkit-sim"
+    #: status of an input refusal (400; a gateway may say 422)
+    validation_status: int = 400
+    #: the cancel reads ``profileId`` only where ``rest.cancel_profile_in`` says (the
+    #: default body placement also takes the query unless this is set)
+    cancel_profile_strict: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -156,9 +161,18 @@ def check_knob(name: str, value: Any) -> Any:
                 f"knob {name} must be one of {', '.join(_CHOICES[name])}, not {value!r}"
             )
         return value
-    if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine"):
+    if name in (
+        "limit_routes_active",
+        "rebuild_pagination_tokens",
+        "engine",
+        "cancel_profile_strict",
+    ):
         if not isinstance(value, bool):
             raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")
+        return value
+    if name == "validation_status":
+        if value not in (400, 422):
+            raise InvalidRequest(f"knob {name} must be 400 or 422, not {value!r}")
         return value
     if name == "rate_limit_per_s":
         return None if value is None else _number(name, value, 0, _INF, low_open=True)

@@ -79,7 +79,7 @@ async def _guarded(
     try:
         return await handler(request, state, principal)
     except BadRequest as exc:
-        return service_error(state, 400, str(exc))
+        return service_error(state, int(state.knobs.validation_status), str(exc))
 
 
 def request_token(request: Request, profile: ServiceProfile) -> str | None:
@@ -260,12 +260,13 @@ _CANCEL_409 = {
 
 async def cancel_limit_order(request: Request, state: SimState, principal: Principal) -> Response:
     """``profileId`` where ``rest.cancel_profile_in`` says (``body`` also takes the query,
-    as the default always did); success answered with ``rest.cancel_status``."""
+    as the default always did, unless the ``cancel_profile_strict`` knob is set); success
+    answered with ``rest.cancel_status``."""
     body = await _json_body(request, optional=True)
     query = request.query_params
     given = query.get("profileId")
     if state.profile.rest.cancel_profile_in == "body":
-        given = body.get("profileId") or given
+        given = body.get("profileId") or (None if state.knobs.cancel_profile_strict else given)
     profile = _profile(principal, given)
     reason = body.get("reason", query.get("reason"))
     if reason is not None and not isinstance(reason, str):
