@@ -142,3 +142,29 @@ def test_both_placements_refused_raise_the_first_refusal_with_both_said() -> Non
     assert info.value.status == 422 and info.value.order_id == "l-1"
     assert _placements(sent) == ["body", "query"]
     assert len(client.learned) == 0
+
+
+@pytest.mark.parametrize("status", [403, 405, 409, 413, 418])
+def test_every_4xx_carries_the_service_words_whatever_the_body_shape(status: int) -> None:
+    """Sans-I/O: an error body whose words are not under rest.error_message_field (a list
+    of errors, as some gateways answer) is still quoted, for any 4xx, and a refusal the
+    profile's settings shaped names them (spec 7: the error body shape is not shown)."""
+    words = {"errors": [{"detail": f"gateway says no ({status})"}]}
+
+    def service(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/auth/signin"):
+            return httpx.Response(200, json={"token": "t", "expiresAt": 4102444800000})
+        return httpx.Response(status, json=words)
+
+    client = Client(
+        "http://service.test",
+        api_key="k",
+        api_secret="s",
+        transport=httpx.MockTransport(service),
+        max_retries=0,
+    )
+    with client, pytest.raises(Exception) as info:
+        client.fetch_order("o-1")
+    assert f"gateway says no ({status})" in str(info.value)
+    if status not in (403, 409):
+        assert "rest.fetch_order_param ('orderId'" in str(info.value)

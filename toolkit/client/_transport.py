@@ -464,7 +464,10 @@ class AsyncRest:
         }
         # decoding turns an escaped secret back into the clear one: scrub what it gives too
         detail = self.scrub(_message_of(text, self.settings.profile.rest.error_message_field))
-        suffix = f": {detail}" if detail else ""
+        # the service's own words, also when rest.error_message_field misses them
+        suffix = (
+            f": {detail}" if detail else (f": {self.scrub(_excerpt(body))}" if body.strip() else "")
+        )
         tried = (f" after {retries} retries" if retries else "") + note
         if status == 404 and route is Route.BATCH_CANCEL:
             guess = self.settings.profile.rest.batch_cancel_path
@@ -479,11 +482,11 @@ class AsyncRest:
         if status == 404:
             return OrderNotFound(f"{route.value}: order not found{suffix}", **kwargs)
         if status in (400, 422):
-            # a validation refusal (422: a gateway's word for it); the service's own words
-            # even when rest.error_message_field misses them
-            said = suffix or (f": {self.scrub(_excerpt(body))}" if body.strip() else "")
+            # a validation refusal (422: a gateway's word for it)
             hint = refusal_hint(route, request, self.settings)
-            return BadRequest(f"{route.value}: the service refused the input{said}{hint}", **kwargs)
+            return BadRequest(
+                f"{route.value}: the service refused the input{suffix}{hint}", **kwargs
+            )
         if status == 401:
             why = (
                 "no credentials: set TOOLKIT_API_KEY and TOOLKIT_API_SECRET, or give "
@@ -504,11 +507,13 @@ class AsyncRest:
             return ServiceUnavailable(
                 f"{route.value}: service unavailable ({status}){tried}", **kwargs
             )
-        return ServiceError(f"{route.value}: unexpected status {status}{suffix}", **kwargs)
+        # any other refusal names the settings that shaped the request, as a 400 does
+        hint = refusal_hint(route, request, self.settings) if status < 500 else ""
+        return ServiceError(f"{route.value}: unexpected status {status}{suffix}{hint}", **kwargs)
 
 
 def refusal_hint(route: Route, request: httpx.Request, settings: Settings) -> str:
-    """What to check when the service refuses ``request`` on ``route`` with a 400: the
+    """What to check when the service refuses ``request`` on ``route`` with a 4xx: the
     profile settings that shaped it, with their values ("" for a route without any), in
     the words of the sign-in's refusal ("check the profile's ...")."""
     rest, listing = settings.profile.rest, settings.profile.listing
