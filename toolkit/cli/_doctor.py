@@ -3,9 +3,11 @@ the table, and optionally write the profile observed. Configured from the enviro
 ``toolkit load`` (TOOLKIT_ENV, TOOLKIT_BASE_URL, TOOLKIT_WS_URL, TOOLKIT_API_KEY,
 TOOLKIT_API_SECRET, TOOLKIT_PROFILE).
 
-Exit status: 0 when nothing differs (settings that cannot be observed read-only, or that
-were not observed, are "unknown" and do not count), 1 when any setting differs from the
-profile, 2 for a mistake of the user or the environment (one line on stderr, no traceback)."""
+Exit status: 0 when nothing differs and every step ran (settings that cannot be observed
+read-only, or that were not observed, are "unknown" and do not count), 1 when any setting
+differs from the profile or a step failed (the summary says INCOMPLETE and names it: a
+failed sign-in never passes for a match), 2 for a mistake of the user or the environment
+(one line on stderr, no traceback)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "against the service profile, print what matches, differs or could not be seen, "
         "and optionally write the profile observed. Configured by TOOLKIT_ENV, "
         "TOOLKIT_BASE_URL, TOOLKIT_WS_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET, "
-        "TOOLKIT_PROFILE. Exit status: 0 nothing differs, 1 something differs, 2 error.",
+        "TOOLKIT_PROFILE. Exit status: 0 nothing differs and every step ran, 1 something "
+        "differs or a step failed (INCOMPLETE), 2 error.",
     )
     parser.add_argument(
         "--write-profile", type=Path, metavar="FILE", help="write the observed profile here"

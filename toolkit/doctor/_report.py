@@ -125,11 +125,15 @@ class Diagnosis:
         One row per profile setting, in profile order, then one per check (default: none).
     target : str, default ""
         The service's base URL, credentials redacted (empty: not said).
+    steps_failed : list of str, optional
+        The steps (``sign-in``, ``listing``, ``WebSocket``...) that failed, were stopped
+        by the deadline or did not run: their settings could not be checked.
     """
 
     assumed: ServiceProfile
     rows: list[Row] = field(default_factory=list)
     target: str = ""
+    steps_failed: list[str] = field(default_factory=list)
 
     def __iter__(self) -> Any:
         return iter(self.rows)
@@ -162,8 +166,9 @@ class Diagnosis:
 
     @property
     def ok(self) -> bool:
-        """True when nothing differs (unknown rows do not count)."""
-        return not any(r.status == "differs" for r in self.rows)
+        """True when nothing differs and every step ran to its end (unknown rows of steps
+        that ran do not count: some settings cannot be seen read-only)."""
+        return not self.steps_failed and not any(r.status == "differs" for r in self.rows)
 
     def profile(self, name: str | None = None) -> ServiceProfile:
         """The observed profile: every differing setting changed to what was seen, and
@@ -234,33 +239,64 @@ class Diagnosis:
         differ and are unknown."""
         counts = {s: len(self.with_status(s)) for s in ("match", "differs", "unknown")}
         where = f" at {self.target}" if self.target else ""
+        failed = (
+            f"; INCOMPLETE: {', '.join(self.steps_failed)} failed (see its check row)"
+            if self.steps_failed
+            else ""
+        )
         return (
             f"service{where}: {counts['match']} match, {counts['differs']} differ, "
-            f"{counts['unknown']} unknown"
+            f"{counts['unknown']} unknown{failed}"
         )
 
     def to_text(self, width: int = 48) -> str:
         """A plain-text table: setting, assumed, observed, status, line to change / note.
 
+        No text is lost: the last column (the line to change, or why a row is unknown and
+        what to do) is shown whole, and an assumed or observed value longer than
+        ``width`` is cut in the table with a ``[n]`` mark whose whole text follows under
+        "details".
+
         Parameters
         ----------
         width : int, default 48
-            Longest cell; a longer one is cut to ``width`` characters, ending in
-            ``...``.
+            Longest assumed/observed cell in the table itself.
 
         Returns
         -------
         str
-            The table, a blank line and the :meth:`summary`.
+            The table, the details of the cut cells (if any), a blank line and the
+            :meth:`summary`.
         """
         head = ("setting", "assumed", "observed", "status", "change / note")
-        rows = [head, *(tuple(_clip(c, width) for c in cells) for cells in self._cells())]
+        details: list[str] = []
+
+        def cell(row: str, column: str, text: str) -> str:
+            if len(text) <= width:
+                return text
+            details.append(f"[{len(details) + 1}] {row} {column}: {text}")
+            mark = f"...[{len(details)}]"
+            return text[: max(width - len(mark), 1)] + mark
+
+        rows = [head]
+        for setting, assumed, observed, status, note in self._cells():
+            rows.append(
+                (
+                    setting,
+                    cell(setting, "assumed", assumed),
+                    cell(setting, "observed", observed),
+                    status,
+                    note,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = []
         for i, r in enumerate(rows):
             lines.append("  ".join(r[k].ljust(widths[k]) for k in range(4)) + "  " + r[4])
             if i == 0:
                 lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 13)
+        if details:
+            lines += ["", "details:", *details]
         return "\n".join([*lines, "", self.summary()])
 
     def __str__(self) -> str:
@@ -285,10 +321,6 @@ class Diagnosis:
             "<th>assumed</th><th>observed</th><th>status</th><th>change / note</th></tr>"
             f"</thead><tbody>{body}</tbody></table></div>"
         )
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 class Findings:
@@ -356,6 +388,40 @@ class Findings:
             if row is None:
                 note = self._notes.get(setting) or unobservable.get(setting, "not observed")
                 value = self._instead.get(setting, assumed)
-                row = Row(setting, assumed, None, "unknown", value, note)
+                row = Row(
+                    setting, assumed, None, "unknown", value, f"{note}; {what_to_do(setting)}"
+                )
             out.append(row)
         return out + self._checks
+
+
+#: what a user can do about an unknown setting, by the first part of its name
+_TO_DO: dict[str, str] = {
+    "signin.": "check TOOLKIT_BASE_URL and the credentials, or set [signin] path, key_field "
+    "and secret_field from the sign-in route's documentation (POST /auth/signin)",
+    "rest.cancel_profile_in": "the client learns it at run time from the first cancel "
+    "(client.learned); or set it from the cancel route's documentation",
+    "rest.cancel": "set it from the cancel route's documentation (PATCH "
+    "/orders/limit/orders/:orderId/cancel)",
+    "rest.batch": "set it from the batch-cancel route's documentation",
+    "rest.": "set it from the documentation of the REST routes (how requests carry "
+    "identity, fetchOrder's input)",
+    "listing.": "needs an account with enough limit orders to fill a page; or set it from "
+    "the listing route's documentation (GET /orders/limit/orders)",
+    "orders.": "needs orders of that kind in the account; or set it from the order "
+    "fields' documentation (GET /orders/fetchOrder)",
+    "payloads.": "no payload arrived while the doctor waited: run again with a longer "
+    "--wait when the channel is quiet, or set it from the channel's payload documentation",
+    "stream.": "set it from the WebSocket documentation (connection limits, keep-alive "
+    "action); the client's streams log a close they did not expect",
+    "signin": "check the credentials",
+}
+
+
+def what_to_do(setting: str) -> str:
+    """What a user can do about ``setting`` being unknown: which option, or which part of
+    the service's documentation says it."""
+    for prefix, text in _TO_DO.items():
+        if setting.startswith(prefix):
+            return text
+    return "set it by hand from the service's documentation"

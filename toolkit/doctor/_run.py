@@ -159,7 +159,12 @@ async def adiagnose(
     for label, observed, why in pr.steps:
         findings.check(label, "unknown", observed, why)
     rows = findings.rows(assumed.settings(), UNOBSERVABLE)
-    return Diagnosis(assumed=assumed, rows=rows, target=redact_url(s.base_url))
+    return Diagnosis(
+        assumed=assumed,
+        rows=rows,
+        target=redact_url(s.base_url),
+        steps_failed=[label for label, _, _ in pr.steps],
+    )
 
 
 async def _run_steps(pr: Probe, deadline: float) -> None:
