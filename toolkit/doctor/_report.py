@@ -230,7 +230,13 @@ class Diagnosis:
 
     def _cells(self) -> list[tuple[str, str, str, str, str]]:
         return [
-            (r.setting, _show(r.assumed), _show(r.observed), r.status, r.line or r.note)
+            (
+                r.setting,
+                _show(r.assumed),
+                _show(r.observed),
+                r.status,
+                f"{r.line}  ({r.note})" if r.line and r.note else r.line or r.note,
+            )
             for r in self.rows
         ]
 
@@ -274,17 +280,20 @@ class Diagnosis:
         def cell(row: str, column: str, text: str) -> str:
             if len(text) <= width:
                 return text
-            details.append(f"[{len(details) + 1}] {row} {column}: {text}")
+            if not details or not details[-1].endswith(f": {text}"):
+                details.append(f"[{len(details) + 1}] {row} {column}: {text}")
             mark = f"...[{len(details)}]"
             return text[: max(width - len(mark), 1)] + mark
 
         rows = [head]
         for setting, assumed, observed, status, note in self._cells():
+            shown = cell(setting, "assumed", assumed)
             rows.append(
                 (
                     setting,
-                    cell(setting, "assumed", assumed),
-                    cell(setting, "observed", observed),
+                    shown,
+                    # the same text once under details
+                    shown if observed == assumed else cell(setting, "observed", observed),
                     status,
                     note,
                 )

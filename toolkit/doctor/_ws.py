@@ -7,7 +7,6 @@ redirect."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -15,10 +14,12 @@ from urllib.parse import quote
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.protocol import State
 
 from toolkit.doctor import _shapes as sh
 from toolkit.doctor._probe import LimitExceeded, Probe
 from toolkit.doctor._rest import observe_orders
+from toolkit.doctor._ws_conn import _Conn, read_limits
 from toolkit.errors import ToolkitError
 from toolkit.profile import get_path
 from toolkit.stream._keepalive import NoRedirectConnect, redirect_error, too_big
@@ -103,55 +104,6 @@ async def probe_refusal(pr: Probe) -> None:
     )
 
 
-class _Conn:
-    """One connection: requests in order, each answered by the next non-data message;
-    data messages are kept by channel (the first of each)."""
-
-    def __init__(self, ws: ClientConnection, timeout: float) -> None:
-        self.ws, self.timeout = ws, timeout
-        self.first: dict[str, Any] = {}
-        self.data: list[dict[str, Any]] = []
-
-    async def _next(self, timeout: float) -> dict[str, Any] | None:
-        try:
-            raw = await asyncio.wait_for(self.ws.recv(), timeout)
-        except TimeoutError:
-            return None
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            return {"_text": str(raw)[:200]}
-        return msg if isinstance(msg, dict) else {"_value": msg}
-
-    def _keep(self, msg: dict[str, Any]) -> bool:
-        if "channel" in msg and "message" in msg and "success" not in msg:
-            self.first.setdefault(str(msg["channel"]), msg["message"])
-            self.data.append(msg)
-            return True
-        return False
-
-    async def ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        await self.ws.send(json.dumps(request))
-        loop = asyncio.get_running_loop()
-        end = loop.time() + self.timeout
-        while (left := end - loop.time()) > 0:
-            msg = await self._next(left)
-            if msg is None:
-                return None
-            if not self._keep(msg):
-                return msg
-        return None
-
-    async def wait_data(self, channels: list[str], timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + timeout
-        while any(c not in self.first for c in channels) and (left := end - loop.time()) > 0:
-            msg = await self._next(left)
-            if msg is None:
-                return
-            self._keep(msg)
-
-
 async def probe_stream(pr: Probe) -> None:
     """Subscribe to every channel, read the confirmations and the first payloads, then
     unsubscribe; then onlyPriority's type and the keep-alive."""
@@ -159,9 +111,16 @@ async def probe_stream(pr: Probe) -> None:
         raise RuntimeError("no token (sign-in failed)")
     symbol = pr.symbol if pr.symbol and sh.is_pair(pr.symbol) else FALLBACK_SYMBOL
     plain = sh.plain_symbol(symbol)
-    ws = await _open(pr, pr.token)
+    token = pr.token
+
+    def not_ours(exc: ConnectionClosed) -> None:
+        if too_big(exc) is not None:  # our own close 1009: no close by the service
+            raise _too_large(pr.max_message_bytes) from None
+
+    conn = _Conn(
+        await _open(pr, token), pr.timeout, reopen=lambda: _open(pr, token), on_close=not_ours
+    )
     try:
-        conn = _Conn(ws, pr.timeout)
         subscribed: list[str] = []
         texts: dict[tuple[str, bool], str] = {}
         for channel in CHANNELS:
@@ -175,25 +134,83 @@ async def probe_stream(pr: Probe) -> None:
                 pr.findings.check(
                     f"subscribe {channel}", "unknown", _text(reply), "subscribe refused"
                 )
+        # the keep-alive action first, so that a close while we wait can be answered by
+        # keeping the next connection alive (and tells the idle limit)
+        await _keepalive(pr, conn)
         lows = [c.lower() for c in subscribed]
         await conn.wait_data(lows, pr.payload_timeout)
+        await _confirm_idle(conn)
         for channel in subscribed:
             data = {"symbol": symbol} if channel == "watchTicker" else None
             msg = {"action": "unsubscribe", "channel": channel}
             reply = await conn.ask({**msg, "data": data} if data else msg)
             if reply and reply.get("success") is True:
                 texts[(channel, False)] = str(reply.get("message", ""))
-        _texts(pr, texts, plain)
-        _payloads(pr, conn.first, subscribed)
         if "watchTickers" in subscribed:
             await _only_priority(pr, conn)
-        await _keepalive(pr, conn)
     except ConnectionClosed as exc:
-        if too_big(exc) is None:
-            raise
-        raise _too_large(pr.max_message_bytes) from None
+        not_ours(exc)
+        raise
     finally:
-        await ws.close()
+        # what was seen is kept, also when the step ends early
+        _texts(pr, texts, plain)
+        _payloads(pr, conn.first, subscribed)
+        _limits(pr, conn)
+        await conn.ws.close()
+
+
+#: the longest the doctor holds a kept-alive connection to confirm an idle limit
+CONFIRM_MAX_S = 15.0
+
+
+async def _confirm_idle(conn: _Conn) -> None:
+    """After a close that looked like the idle limit, keep the new connection alive past
+    that silence (at most ``CONFIRM_MAX_S``): still open, the limit was idleness."""
+    idle = [c for c in conn.closes if not c.kept_alive]
+    if not idle or conn.keepalive_every is None:
+        return
+    age = asyncio.get_running_loop().time() - conn.opened_at
+    await conn.hold(min(max(c.silence for c in idle) * 1.5, CONFIRM_MAX_S) - age)
+
+
+def _limits(pr: Probe, conn: _Conn) -> None:
+    """The idle limit and maximum duration the service's closes showed (spec 8: values
+    not shown), and a keep-alive interval well inside the idle limit."""
+    if not conn.closes:
+        return
+    f, st = pr.findings, pr.assumed.stream
+    # the connection open now was kept alive since it opened: its age confirms
+    alive = conn.keepalive_every is not None and conn.ws.state is State.OPEN
+    survived = asyncio.get_running_loop().time() - conn.opened_at if alive else None
+    limits = read_limits(conn.closes, survived)
+    seen = "; ".join(c.said() for c in conn.closes)
+    if limits.idle_s is not None and limits.idle_close is not None:
+        idle = round(limits.idle_s, 1)
+        sure = (
+            "a connection kept alive outlived it"
+            if limits.idle_confirmed
+            else "not confirmed: no connection kept alive outlived it within the wait"
+        )
+        f.set(
+            "stream.idle_limit_s",
+            idle,
+            note=f"closed by the service after {idle} s of our silence "
+            f"({limits.idle_close.said()}); {sure}",
+        )
+        if st.keepalive_action or conn.keepalive is not None:
+            every = round(idle / 2, 1)
+            if st.keepalive_interval_s >= idle:
+                f.set(
+                    "stream.keepalive_interval_s",
+                    every,
+                    note=f"half the idle limit seen ({idle} s)",
+                )
+    if limits.max_duration_s is not None and limits.duration_close is not None:
+        f.set(
+            "stream.max_duration_s",
+            round(limits.max_duration_s, 1),
+            note=f"closed by the service at that age although kept alive ({seen})",
+        )
 
 
 def _text(reply: dict[str, Any] | None) -> str:
@@ -316,6 +333,7 @@ async def _keepalive(pr: Probe, conn: _Conn) -> None:
                 (k for k, v in reply.items() if isinstance(v, str) and k not in ("channel",)), ""
             )
             value = reply.get(field)
+        conn.keepalive = {"action": action}
         f.set("stream.keepalive_action", action, note="; ".join(tried))
         if field:
             f.set("stream.keepalive_reply_field", field)

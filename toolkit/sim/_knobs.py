@@ -41,6 +41,8 @@ class Knobs:
     #: WebSocket connection limits (spec 8): max duration and idle limit
     ws_max_duration_s: float = 7200.0
     ws_idle_limit_s: float = 600.0
+    #: close code of a connection ended at either limit (1000; a gateway may use its own)
+    ws_limit_close_code: int = 1000
     #: which limit-order events watchOrders publishes (spec 6 contradiction)
     limit_events: EventMode = "all"
     #: case of statuses in notifications: limit statuses uppercase, market lowercase
@@ -169,6 +171,10 @@ def check_knob(name: str, value: Any) -> Any:
     ):
         if not isinstance(value, bool):
             raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")
+        return value
+    if name == "ws_limit_close_code":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1000 <= value <= 4999:
+            raise InvalidRequest(f"knob {name} must be a close code 1000..4999, not {value!r}")
         return value
     if name == "validation_status":
         if value not in (400, 422):

@@ -249,9 +249,10 @@ async def ws_endpoint(websocket: WebSocket) -> None:
     Refuses a missing, unknown or expired ``?token=`` per ``stream.refusal_kind``: HTTP
     ``refusal_http_statuses[0]`` before the upgrade, or an accepted upgrade closed at once
     with ``refusal_close_codes[0]``. Then answers client messages one at a time, in order,
-    and forwards the bus messages of the subscribed topics. Closes with 1000 "max duration
-    reached" / "idle timeout" per the knobs read at connect time; on ``Bus.drop_all`` cuts
-    the TCP connection without a close frame. Always detaches from the bus."""
+    and forwards the bus messages of the subscribed topics. Closes with
+    ``ws_limit_close_code`` (1000) "max duration reached" / "idle timeout" per the knobs
+    read at connect time; on ``Bus.drop_all`` cuts the TCP connection without a close
+    frame. Always detaches from the bus."""
     _install_redaction()
     sim = websocket.app.state.sim
     principal: Principal | None = sim.tokens.resolve(websocket.query_params.get("token"))
@@ -260,13 +261,14 @@ async def ws_endpoint(websocket: WebSocket) -> None:
         return
     max_duration_s = float(sim.knobs.ws_max_duration_s)
     idle_limit_s = float(sim.knobs.ws_idle_limit_s)
+    close_code = int(sim.knobs.ws_limit_close_code)
     state = ChannelState(
         principal.api_key, tuple(sim.symbols), frozenset(sim.priority_symbols), shape=sim.shape
     )
     sub: Subscriber = sim.bus.attach(principal.account)
     try:
         await websocket.accept()
-        await _serve(websocket, state, sub, max_duration_s, idle_limit_s)
+        await _serve(websocket, state, sub, max_duration_s, idle_limit_s, close_code)
     except (WebSocketDisconnect, OSError):
         pass  # the client went away: nothing to tell anyone
     finally:
@@ -293,6 +295,7 @@ async def _serve(
     sub: Subscriber,
     max_duration_s: float,
     idle_limit_s: float,
+    close_code: int = 1000,
 ) -> None:
     loop = asyncio.get_running_loop()
     end_at = loop.time() + max_duration_s
@@ -331,10 +334,10 @@ async def _serve(
                 await websocket.send_text(json.dumps(state.handle(raw), separators=_COMPACT))
             now = loop.time()
             if now >= end_at:
-                await websocket.close(code=1000, reason="max duration reached")
+                await websocket.close(code=close_code, reason="max duration reached")
                 return
             if now >= idle_at:
-                await websocket.close(code=1000, reason="idle timeout")
+                await websocket.close(code=close_code, reason="idle timeout")
                 return
     finally:
         for fut in (dropped, receiving, bus_get):
