@@ -72,7 +72,7 @@ def test_a_422_to_the_body_placement_is_retried_in_the_query_and_learnt(
     query_sim: Simulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     sent: list[httpx.Request] = []
-    caplog.set_level(logging.WARNING, logger="toolkit.rest")
+    caplog.set_level(logging.WARNING, logger="toolkit.learned")
     with _client(query_sim, DEFAULT_PROFILE, sent) as client:
         first, second = _open_order(client), _open_order(client)
         assert client.cancel_limit_order(first).outcome is CancelOutcome.ACCEPTED

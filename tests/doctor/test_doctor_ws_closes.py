@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from toolkit.doctor import diagnose
-from toolkit.doctor._ws_conn import Close, read_limits
 from toolkit.profile import DEFAULT_PROFILE, dump_profile, load_profile
 from toolkit.sim import Simulator
+from toolkit.stream._limits import Close, read_limits
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import httpx
 
 from toolkit.client._auth import TokenAuth
 from toolkit.client._items import ListItems, statuses_for
-from toolkit.client._learned import Learned
 from toolkit.client._orders import LimitOrderWrites, checked_order
 from toolkit.client._pagination import Paginator
 from toolkit.client._settings import Settings, mask_key, reject_moved_settings
@@ -24,6 +23,7 @@ from toolkit.client._sync import LoopThread, with_sync_twins
 from toolkit.client._transport import AsyncRest, Route, Sleep, decode_json
 from toolkit.errors import InvalidRequest, ToolkitError, redact_url
 from toolkit.profile import ServiceProfile
+from toolkit.profile._learned import Learned
 from toolkit.protocol import validate_limit, validate_order_id, validate_status_filter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -190,7 +190,7 @@ class Client(LimitOrderWrites):
     @property
     def learned(self) -> Learned:
         """The profile settings this client learnt from the service's answers, by dotted
-        name (:class:`~toolkit.client._learned.LearnedSetting`: the value used for the rest
+        name (:class:`~toolkit.profile._learned.LearnedSetting`: the value used for the rest
         of the session, the profile's, the evidence, how many requests used it). Each was
         logged once as a warning naming the line to write in the profile. Today: where a
         cancel's ``profileId`` travels (``rest.cancel_profile_in``), learnt when the

@@ -14,7 +14,6 @@ import httpx
 
 from toolkit.client import _cancel
 from toolkit.client._cancel import CancelResult
-from toolkit.client._learned import Learned
 from toolkit.client._settings import Settings
 from toolkit.client._transport import Route, decode_json
 from toolkit.errors import (
@@ -27,6 +26,7 @@ from toolkit.errors import (
     ToolkitError,
 )
 from toolkit.profile import ID_CANDIDATES, find_field
+from toolkit.profile._learned import Learned
 from toolkit.protocol import (
     canonical_status,
     kind_of,

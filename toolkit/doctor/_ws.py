@@ -19,10 +19,11 @@ from websockets.protocol import State
 from toolkit.doctor import _shapes as sh
 from toolkit.doctor._probe import LimitExceeded, Probe
 from toolkit.doctor._rest import observe_orders
-from toolkit.doctor._ws_conn import _Conn, read_limits
+from toolkit.doctor._ws_conn import _Conn
 from toolkit.errors import ToolkitError
 from toolkit.profile import get_path
 from toolkit.stream._keepalive import NoRedirectConnect, redirect_error, too_big
+from toolkit.stream._limits import read_limits
 
 CHANNELS = ("watchOrders", "watchTicker", "watchTickers", "watchBalance")
 KEEPALIVE_ACTIONS = ("ping", "heartbeat", "keepalive", "keep_alive")

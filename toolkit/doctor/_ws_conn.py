@@ -3,43 +3,23 @@ answered by the next non-data message), first payloads kept by channel, a close 
 service recorded (code, reason, age, our silence before it) and followed by a new
 connection with the same subscriptions, so what was seen before a close is never lost;
 keep-alives while it waits once the action is known; and what the closes tell of the
-service's idle limit and maximum duration (spec 8: values not shown)."""
+service's idle limit and maximum duration (spec 8: values not shown; read with
+``toolkit.stream._limits.read_limits``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from toolkit.stream._limits import MIN_SILENCE_S, Close
+
 #: new connections after closes by the service, at most, in one doctor run
 MAX_REOPENS = 4
-#: a close this long (or longer) after our last message, with no keep-alive due, is
-#: taken for the idle limit; a shorter silence cannot tell it apart from other closes
-_MIN_SILENCE_S = 0.5
-#: two closes at ages within this share of each other are one maximum duration
-_SAME_AGE = 0.25
-
-
-@dataclass(frozen=True)
-class Close:
-    """A connection the service closed: its close code (None: no close frame), reason,
-    age (seconds since it opened) and our silence (seconds since our last message)."""
-
-    code: int | None
-    reason: str
-    age: float
-    silence: float
-    kept_alive: bool  # keep-alives were being sent at the time
-
-    def said(self) -> str:
-        code = "no close frame" if self.code is None else f"code {self.code}"
-        reason = f" {self.reason!r}" if self.reason else ""
-        return f"{code}{reason} after {self.age:.1f} s open, {self.silence:.1f} s of our silence"
 
 
 class _Conn:
@@ -111,7 +91,7 @@ class _Conn:
             )
         )
         last = self.closes[-1]
-        if self.keepalive is not None and not last.kept_alive and last.silence >= _MIN_SILENCE_S:
+        if self.keepalive is not None and not last.kept_alive and last.silence >= MIN_SILENCE_S:
             # closed while we were silent: keep the next one alive well inside that silence
             self.keepalive_every = max(last.silence / 2, 0.2)
         self.ws = await self._reopen_ws()
@@ -164,45 +144,3 @@ class _Conn:
                     self._keep(msg)
             except ConnectionClosed as exc:
                 await self._closed(exc)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the closes of one doctor run tell: the idle limit (seconds of our silence the
-    service allowed) and the maximum duration (seconds open), each with the close that
-    showed it and whether a connection kept alive since confirmed it."""
-
-    idle_s: float | None = None
-    idle_close: Close | None = None
-    idle_confirmed: bool = False
-    max_duration_s: float | None = None
-    duration_close: Close | None = None
-
-
-def read_limits(closes: list[Close], survived_s: float | None) -> Limits:
-    """The limits the service's ``closes`` show. A close after a silence of ours with no
-    keep-alive being sent is the idle limit, unless a connection kept alive was closed
-    again at the same age (then both were the maximum duration). ``survived_s``: how
-    long the last connection, kept alive, stayed open without a close (None: it was
-    closed), which confirms an idle limit it outlived."""
-    idle = [c for c in closes if not c.kept_alive and c.silence >= _MIN_SILENCE_S]
-    alive = [c for c in closes if c.kept_alive]
-    duration: Close | None = None
-    for c in alive:
-        twin = next((i for i in idle if abs(i.age - c.age) <= _SAME_AGE * c.age), None)
-        if twin is not None or c.silence < c.age * 0.5:
-            duration = c
-            idle = [i for i in idle if abs(i.age - c.age) > _SAME_AGE * c.age]
-    if not idle:
-        return Limits(
-            max_duration_s=None if duration is None else duration.age, duration_close=duration
-        )
-    first = min(idle, key=lambda c: c.silence)
-    confirmed = survived_s is not None and survived_s > first.silence
-    return Limits(
-        idle_s=first.silence,
-        idle_close=first,
-        idle_confirmed=confirmed or any(a.age > first.silence for a in alive),
-        max_duration_s=None if duration is None else duration.age,
-        duration_close=duration,
-    )

@@ -109,6 +109,10 @@ class ConnectionPolicy:
     refusal_close_codes: frozenset[int]
     probe_on_open: bool
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    #: the keep-alive interval and the rotation come from the profile (not given by the
+    #: user), so what the service's closes show may shorten them (``_limits``)
+    learn_keepalive: bool = False
+    learn_rotation: bool = False
 
     @classmethod
     def resolve(
@@ -164,6 +168,8 @@ class ConnectionPolicy:
             refusal_close_codes=frozenset(s.refusal_close_codes),
             probe_on_open=s.refusal_kind == "close",
             max_message_bytes=max_bytes,
+            learn_keepalive=isinstance(ping_interval, Unset),
+            learn_rotation=isinstance(rotate_after, Unset),
         )
 
 
@@ -217,6 +223,8 @@ class Connection:
     id: str
     opened_at: float  # loop time
     seq: int = 0
+    #: loop time of our last action sent on it (0: none; the open counts then)
+    last_sent: float = 0.0
     #: the one action outstanding on this connection (subscribe, unsubscribe or
     #: keep-alive) and the future its answer resolves: replies carry no request id
     pending: PendingRequest | None = None
@@ -273,6 +281,7 @@ async def act(
         conn.pending = request
         conn.waiter = fut
         await conn.ws.send(json.dumps(request.message()))
+        conn.last_sent = loop.time()
         try:
             return await asyncio.wait_for(asyncio.shield(fut), max(deadline - loop.time(), 0.0))
         except TimeoutError:

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 
 from toolkit.errors import InvalidRequest, ToolkitError, TransportError, redact_url
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.profile._learned import Learned
 from toolkit.stream._channels import (
     Action,
     Backoff,
@@ -45,6 +46,7 @@ from toolkit.stream._keepalive import (
     default_retry,
     refusal_code,
 )
+from toolkit.stream._limits import LimitLearner
 from toolkit.stream._ports import TokenSource
 from toolkit.stream._session_types import StreamClosed, StreamStats
 
@@ -198,6 +200,10 @@ class StreamSession(_ConnectionKeeping):
         self._received = 0
         self._dropped = 0
         self._reconnects = 0
+        learned = getattr(client, "learned", None)  # what the service's closes teach
+        self._limits = LimitLearner(
+            self._profile, learned if isinstance(learned, Learned) else Learned()
+        )
         self._malformed = 0
         self._failures = CallbackFailures()
         self._healthy_since = 0.0  # loop time since which the session is connected
@@ -494,6 +500,9 @@ class StreamSession(_ConnectionKeeping):
                         raise self._refusal_error(refused)
                 else:
                     self._refusals = 0
+                    self._policy = self._limits.after_end(
+                        self._policy, exc, conn.opened_at, loop.time(), conn.last_sent
+                    )
                 if not self._reconnect or (
                     refused is None and not self._retry_on(exc or ConnectionClosed(None, None))
                 ):

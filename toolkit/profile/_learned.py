@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-logger = logging.getLogger("toolkit.rest")
+logger = logging.getLogger("toolkit.learned")
 
 
 @dataclass(frozen=True)
