@@ -63,6 +63,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds for the whole check: the step running then stops, those left are "
         "not run (default 120 plus --wait)",
     )
+    parser.add_argument(
+        "--probe-cancel",
+        action="store_true",
+        help="also learn where a cancel's profileId travels, from two cancels of an order "
+        "id that does not exist (profileId in the body, then in the query; needs "
+        "TOOLKIT_PROFILE_ID): nothing in the account can change, and the row says what "
+        "was sent",
+    )
     parser.set_defaults(func=run)
 
 
@@ -76,7 +84,11 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
             check_output_file(args.write_profile, "--write-profile", make_parents=False)
         with client_from_args(args, environ) as client:
             diagnosis = diagnose(
-                client, payload_timeout=args.wait, timeout=args.timeout, deadline=args.deadline
+                client,
+                payload_timeout=args.wait,
+                timeout=args.timeout,
+                deadline=args.deadline,
+                probe_cancel=args.probe_cancel,
             )
         print(diagnosis.to_text())
         if args.write_profile is not None:

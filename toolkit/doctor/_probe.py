@@ -60,6 +60,9 @@ class Probe:
     #: the largest answer read (decoded), and the largest WebSocket message taken
     max_bytes: int = DEFAULT_MAX_BYTES
     max_message_bytes: int = DEFAULT_MAX_BYTES
+    #: the profileId a write-shaped probe sends (only with ``probe_cancel``)
+    profile_id: str | None = None
+    probe_cancel: bool = False
     # learnt on the way
     token: str | None = None
     signin_path: str = ""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from toolkit.doctor._cancel_probe import probe_cancel_placement
 from toolkit.doctor._probe import Probe
 from toolkit.doctor._report import Diagnosis, Findings, Redactor
 from toolkit.doctor._rest import (
@@ -29,7 +30,7 @@ from toolkit.stream._keepalive import ConnectionPolicy
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client._client import Client
 
-_WRITES = "only a cancel would show it, and the doctor never writes"
+_WRITES = "only a cancel would show it, and the doctor sends none unless asked (--probe-cancel)"
 #: the settings a read-only check cannot see, and why
 UNOBSERVABLE: dict[str, str] = {
     "rest.cancel_path": _WRITES,
@@ -68,6 +69,7 @@ async def adiagnose(
     timeout: float | None = None,
     deadline: float | None = None,
     max_response_bytes: int | None = None,
+    probe_cancel: bool = False,
 ) -> Diagnosis:
     """Check the live service behind ``client`` against ``profile`` (default: the
     client's), read-only: sign-in POSTs, GETs of the listing and fetchOrder, and a
@@ -105,6 +107,11 @@ async def adiagnose(
     max_response_bytes : int, optional
         The largest HTTP answer (decoded) and WebSocket message taken (default:
         ``client.settings.max_response_bytes``).
+    probe_cancel : bool, default False
+        Also learn where a cancel's ``profileId`` travels, from two cancels of an order
+        id that does not exist (checked absent with fetchOrder first): ``profileId`` in
+        the body, then in the query. Nothing in the account can change; the row's note
+        says what was sent. Needs the client's ``profile_id``.
 
     Returns
     -------
@@ -154,6 +161,8 @@ async def adiagnose(
             payload_timeout=payload_wait,
             max_bytes=cap,
             max_message_bytes=policy.max_message_bytes,
+            profile_id=s.profile_id,
+            probe_cancel=probe_cancel,
         )
         await _run_steps(pr, whole)
     for label, observed, why in pr.steps:
@@ -172,7 +181,8 @@ async def _run_steps(pr: Probe, deadline: float) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline
     why = f"the doctor's deadline (deadline={deadline}s for the whole run) passed"
-    for name, step in STEPS:
+    steps = (*STEPS, ("cancel placement", probe_cancel_placement)) if pr.probe_cancel else STEPS
+    for name, step in steps:
         if loop.time() >= end:
             pr.stopped(name, "not run", f"{why} before this step")
             continue
@@ -215,6 +225,7 @@ def diagnose(
     timeout: float | None = None,
     deadline: float | None = None,
     max_response_bytes: int | None = None,
+    probe_cancel: bool = False,
 ) -> Diagnosis:
     """The sync twin of :func:`adiagnose` (works in a script and inside Jupyter).
 
@@ -245,6 +256,11 @@ def diagnose(
     max_response_bytes : int, optional
         The largest HTTP answer (decoded) and WebSocket message taken (default:
         ``client.settings.max_response_bytes``).
+    probe_cancel : bool, default False
+        Also learn where a cancel's ``profileId`` travels, from two cancels of an order
+        id that does not exist (checked absent with fetchOrder first): ``profileId`` in
+        the body, then in the query. Nothing in the account can change; the row's note
+        says what was sent. Needs the client's ``profile_id``.
 
     Returns
     -------
@@ -277,5 +293,6 @@ def diagnose(
             timeout=timeout,
             deadline=deadline,
             max_response_bytes=max_response_bytes,
+            probe_cancel=probe_cancel,
         )
     )

@@ -272,7 +272,16 @@ def _payloads(pr: Probe, first: dict[str, Any], subscribed: list[str]) -> None:
             assumed = getattr(pl, f"balance_{n}")
             where = items[0] if n in ("asset", "free", "locked", "total") and items else balance
             keep = n != "list" and sh.leaves(where).get(assumed) is not None
-            f.set(f"payloads.balance_{n}", assumed if keep else mapped.get(n))
+            seen = assumed if keep else mapped.get(n)
+            # a payload arrived: when nothing in it maps, say what it held
+            f.set(
+                f"payloads.balance_{n}",
+                seen,
+                note=""
+                if seen is not None
+                else f"a payload arrived (fields: {_fields(balance)[:300]}) but none of "
+                "them fits this setting",
+            )
     else:
         for n in bnames:
             f.unknown(f"payloads.balance_{n}", missing)
