@@ -55,16 +55,22 @@ def recover(
     temporary files of conversions it did not finish (``misses`` as for
     ``convert_segment``). Call it only while holding the root's lock
     (``RecordingWriter.open`` does)."""
-    root_path = Path(root)
-    for tmp in root_path.glob("channel=*/date=*/.part-*.parquet.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     files: list[Path] = []
-    for segment in sorted(wal_dir(root).glob(f"*{SUFFIX}")):
+    for segment in leftovers(root):
         files.extend(
             convert_segment(root, segment, compression=compression, profile=profile, misses=misses)
         )
     return files
+
+
+def leftovers(root: str | os.PathLike[str]) -> list[Path]:
+    """The segments a crashed recorder left in ``ROOT/_wal/``, oldest first, once the
+    temporary files of conversions it did not finish are deleted (the cheap half of
+    ``recover``: nothing converted). Only while holding the root's lock."""
+    for tmp in Path(root).glob("channel=*/date=*/.part-*.parquet.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return sorted(wal_dir(root).glob(f"*{SUFFIX}"))
 
 
 def _lock(path: Path) -> int:
