@@ -11,8 +11,9 @@ a process of its own (``_convert``) that reads it back from disk, extracts the
 per-channel columns in Arrow and writes the Parquet files (hidden temporary name, then
 ``os.replace``), then deletes the segment. Nothing waits in memory: the backlog is the
 closed segments on disk, bounded by ``max_backlog_bytes`` (past it, messages are dropped,
-counted and recorded as a ``dropped`` session row). Segments left by a crash are converted
-when the next writer opens the root.
+counted and recorded as a ``dropped`` session row). The converter process starts beside
+the receiving, never before it subscribes (its imports took up to 49 s on a busy machine):
+segments closed meanwhile, and those a crash left, wait on disk until it is ready.
 
 Modules: ``_rows`` (schema, partitions, rows), ``_chunk`` (the receive path's records),
 ``_raw`` (column extraction), ``_files`` (Parquet output), ``_writer`` (segments,
@@ -73,10 +74,15 @@ class Recorder:
     """Record WebSocket channels of ``client`` into a Parquet dataset at ``root``.
 
     ``await rec.run(duration=None)`` records until cancelled (or for ``duration``
-    seconds); in a notebook, ``rec.start()`` runs it as a task on the running loop and
-    ``await rec.stop()`` ends it once the last rows are written. ``rec.stats`` holds live
-    counts. ``channels`` use the compact form ``"watchTicker:BTC/BRL"``. An empty ``root``
-    raises InvalidRequest before anything is written.
+    seconds from the subscription); in a notebook, ``rec.start()`` runs it as a task on
+    the running loop, ``await rec.wait_subscribed()`` returns once every channel is
+    subscribed (from then on, everything published is recorded), and ``await rec.stop()``
+    ends it once the last rows are written. ``async with Recorder(...) as rec:`` does the
+    same: entered once subscribed, stopped on leaving. It subscribes at once: the
+    converter process starts beside it (segments closed meanwhile wait on disk for it).
+    ``rec.stats`` holds live counts. ``channels`` use the compact form
+    ``"watchTicker:BTC/BRL"``. An empty ``root`` raises InvalidRequest before anything is
+    written.
 
     Messages are appended to the write-ahead segment in chunks of at most
     ``max_pending_rows`` messages / ``max_pending_bytes`` bytes, and fsynced every

@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.errors import InvalidRequest
@@ -27,6 +26,7 @@ from toolkit.recording._misses import Misses, report_misses
 from toolkit.recording._raw import RawBuffer, warm_up
 from toolkit.recording._root import LOCK_NAME, _lock, check_root, leftovers, wal_dir
 from toolkit.recording._root import WAL_DIR as WAL_DIR  # re-exported: older imports
+from toolkit.recording._root import ClosedSegment as ClosedSegment
 from toolkit.recording._root import RecorderBusy as RecorderBusy
 from toolkit.recording._root import positive_seconds as positive_seconds
 from toolkit.recording._root import recover as recover
@@ -48,14 +48,6 @@ _log = logging.getLogger("toolkit.recording")
 _counter = itertools.count()
 #: the fast lane counts (and checks the chunk's bounds) once per this many messages
 _STEP = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ClosedSegment:
-    """A segment that is complete and fsynced on disk, waiting for its conversion."""
-
-    path: Path
-    size: int
 
 
 class RecordingWriter:
@@ -181,8 +173,11 @@ class RecordingWriter:
                     self.root, compression=self.compression, profile=self.profile, misses=misses
                 )
             else:
-                recovered = []
-                self.adopted = [self._adopt(path) for path in leftovers(self.root)]
+                recovered, self.adopted = [], leftovers(self.root)
+                self._leftovers = {closed.path for closed in self.adopted}
+                for closed in self.adopted:
+                    self._closed[closed.path] = closed.size
+                    self._backlog += closed.size
         except BaseException:
             self._unlock()
             raise
@@ -192,13 +187,6 @@ class RecordingWriter:
         self._stats.restart_clock()
         self._new_segment()
         return recovered
-
-    def _adopt(self, path: Path) -> ClosedSegment:
-        closed = ClosedSegment(path, path.stat().st_size)
-        self._closed[path] = closed.size
-        self._backlog += closed.size
-        self._leftovers.add(path)
-        return closed
 
     def close(self) -> list[Path]:
         """Flush, close the last segment, convert every segment still in the backlog (in
