@@ -11,6 +11,7 @@ BENCHES = (
     "bench_normalize.py",
     "bench_load.py",
     "bench_record.py",
+    "bench_subscribe.py",
     "bench_widgets.py",
     "bench_report.py",
 )

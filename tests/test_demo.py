@@ -80,3 +80,24 @@ def test_demo_report_prices_arrivals_from_every_recorded_pair(demo: DemoResult) 
     per_order = pd.read_parquet(demo.report_tables / "per_order.parquet")
     priced = set(per_order.loc[per_order["arrival_mid"].notna(), "symbol"])
     assert priced - {"BTC/BRL"}, priced
+
+
+def test_demo_records_its_orders_while_the_converter_is_still_starting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #25: on a busy machine the converter process took up to 49 s to start, and the
+    demo's orders were placed before the recorder had subscribed (0 recorded). The demo
+    waits for the subscription, never for the converter: one that never gets ready still
+    leaves every order of the demo in the recording."""
+    import asyncio
+
+    from toolkit.recording._convert import ConverterProcess
+
+    async def never_ready(self: ConverterProcess, *args: object, **kwargs: object) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(ConverterProcess, "start", never_ready)
+    result = run_demo(tmp_path, seed=5, record_seconds=0.5, history_orders=100, log=lambda _: None)
+    orders = read_recording(result.recording, channel="watchorders")
+    assert set(result.created) <= set(orders["order_id"])
+    assert list((result.recording / "_wal").glob("*.wal")) == []

@@ -14,6 +14,9 @@ from typing import Any
 
 #: what the recorder captures during the demo
 DEMO_CHANNELS = ("watchOrders", "watchTicker:BTC/BRL", "watchTickers", "watchBalance")
+#: seconds the recorder may take to have every channel subscribed (well under 1 s, even
+#: on a busy machine: it subscribes first, its converter starts beside it)
+SUBSCRIBE_TIMEOUT = 60.0
 #: the file that marks a folder as a demo's output, so a later run may clear it
 MARKER = ".toolkit-demo"
 
@@ -89,17 +92,6 @@ class DemoResult:
         return "\n".join(line for line in lines if line)
 
 
-async def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes (the demo has no events
-    for "the recorder has subscribed" other than its counters)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
 async def _live_prices(client: Any) -> dict[str, float]:
     """The last price of every pair, from the first watchTickers message."""
     from toolkit.stream._events import TickersEvent
@@ -144,7 +136,8 @@ async def arun_demo(
         async with sim.client() as client:
             rec = Recorder(client, recording, channels=DEMO_CHANNELS, flush_interval=0.5)
             rec.start()
-            await _wait_for(lambda: rec.stats.messages > 0, timeout=10)
+            # every channel subscribed before any activity: every notification is recorded
+            await rec.wait_subscribed(timeout=SUBSCRIBE_TIMEOUT)
             log(f"recording {', '.join(DEMO_CHANNELS)} to {recording}")
 
             # activity through the toolkit itself: limit orders around the live prices
@@ -185,8 +178,7 @@ async def arun_demo(
             await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 0.99, 2))
             await asyncio.to_thread(control.move_price, "BTC/BRL", round(btc * 1.01, 2))
             log(f"placed market orders and moved prices; recording for {record_seconds:.0f} s")
-            await asyncio.sleep(record_seconds)
-            stats = await rec.stop()
+            stats = await rec.stop(after=record_seconds)  # it records until then
             log(f"recorded {stats.messages} messages in {stats.files} files")
 
             # the store: the listing (limit orders), the recording's watchOrders ids, and

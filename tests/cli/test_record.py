@@ -101,6 +101,38 @@ def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
 
 
+def test_record_says_when_every_channel_is_subscribed(
+    fresh_sim: Simulator, service_profile_file: Path, tmp_path: Path
+) -> None:
+    """The line comes once the service confirmed every channel (the converter process
+    starts beside the recording, not before it): an order placed after it is recorded."""
+    proc = _record(
+        fresh_sim,
+        tmp_path,
+        "--channel",
+        "watchOrders",
+        "--flush-interval",
+        "0.1",
+        "--profile",
+        str(service_profile_file),
+        "--duration",
+        "60",  # a bound: it is stopped long before
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("subscribed to"):
+            break
+    assert line.strip() == f"subscribed to watchOrders; recording into {tmp_path}"
+    order = fresh_sim.control.market_order(symbol="BTC/BRL", side="buy", amount="0.001")
+    for line in proc.stderr:  # until its three notifications (no engine: only they come)
+        if line.startswith("messages") and int(line.split()[1].replace(",", "")) >= 3:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert order["id"] in set(read_recording(tmp_path, "watchorders")["order_id"])
+
+
 def test_record_under_payloads_that_do_not_match_says_so(
     busy_sim: Simulator, tmp_path: Path
 ) -> None:

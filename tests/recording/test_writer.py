@@ -81,6 +81,30 @@ def test_segment_left_by_a_crash_is_recovered_on_open(tmp_path: Path) -> None:
     assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 11))
 
 
+def test_open_without_converting_adopts_a_crash_s_segment_into_the_backlog(
+    tmp_path: Path,
+) -> None:
+    """What a recorder opens with: nothing converted before it receives; the leftover is
+    backlog, converted like any closed segment, its files counted as recovered."""
+    crashed = RecordingWriter(tmp_path)
+    crashed.open()
+    for i in range(1, 6):
+        crashed.add(_tick(i))
+    crashed.flush()
+    segment = _wal_files(tmp_path)[0]
+    crashed._unlock()  # the dead process's lock goes with it
+
+    writer = RecordingWriter(tmp_path)
+    assert writer.open(convert_leftovers=False) == []
+    assert [c.path for c in writer.adopted] == [segment] and segment.exists()
+    assert writer.backlog_bytes() >= segment.stat().st_size
+    assert writer.stats.recovered == 0
+    writer.convert(writer.adopted[0])
+    assert writer.stats.recovered == 1 and not segment.exists()
+    writer.close()
+    assert read_recording(tmp_path)["seq"].tolist() == list(range(1, 6))
+
+
 def test_recovery_twice_does_not_duplicate_rows(tmp_path: Path) -> None:
     root = tmp_path / "rec"
     writer = RecordingWriter(root)

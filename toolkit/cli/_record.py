@@ -100,6 +100,14 @@ class StatusLine:
             self.stream.write(text + "\n")
         self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """A line of its own (on a terminal, in place of the status being rewritten)."""
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self._width = 0
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
     def done(self) -> None:
         if self.tty and self._width:
             self.stream.write("\n")
@@ -130,7 +138,9 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
             from toolkit.store import OrderStore
 
             follower = OrderStore(args.store).follow(recorder)
+        # it subscribes at once (the converter starts beside it); --duration counts from then
         task = asyncio.ensure_future(recorder.run(duration=args.duration))
+        said = None if status is None else asyncio.ensure_future(_say_subscribed(recorder, status))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             # a stop signal ends the run through its clean path: last rows into Parquet
@@ -142,6 +152,8 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
             # stopped before recording began: nothing was received
             return recorder.stats
         finally:
+            if said is not None:
+                said.cancel()
             if follower is not None:
                 follower.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -149,6 +161,13 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
                     loop.remove_signal_handler(sig)
     finally:
         await client.aclose()
+
+
+async def _say_subscribed(recorder: Recorder, status: StatusLine) -> None:
+    """One line once every channel is subscribed: from then on, everything is recorded."""
+    with contextlib.suppress(Exception):  # the run's own error is the one reported
+        await recorder.wait_subscribed()
+        status.note(f"subscribed to {', '.join(recorder.channels)}; recording into {recorder.root}")
 
 
 def run(args: argparse.Namespace) -> int:

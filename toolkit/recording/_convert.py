@@ -152,8 +152,9 @@ class ConverterProcess:
         return list(self._sent)
 
     async def start(self, timeout: float = 60.0) -> None:
-        """Start the process and wait until it is ready (its imports done, so that they
-        never compete with the receiving loop); raises OSError when it cannot start."""
+        """Start the process and wait until it is ready (its imports done); raises OSError
+        when it cannot start. The recorder runs this beside its receiving, never before
+        it: at the lowest CPU priority on a busy machine, it can take tens of seconds."""
         writer = self.writer
         config = {
             "root": str(writer.root),

@@ -11,8 +11,9 @@ a process of its own (``_convert``) that reads it back from disk, extracts the
 per-channel columns in Arrow and writes the Parquet files (hidden temporary name, then
 ``os.replace``), then deletes the segment. Nothing waits in memory: the backlog is the
 closed segments on disk, bounded by ``max_backlog_bytes`` (past it, messages are dropped,
-counted and recorded as a ``dropped`` session row). Segments left by a crash are converted
-when the next writer opens the root.
+counted and recorded as a ``dropped`` session row). The converter process starts beside
+the receiving, never before it subscribes (its imports took up to 49 s on a busy machine):
+segments closed meanwhile, and those a crash left, wait on disk until it is ready.
 
 Modules: ``_rows`` (schema, partitions, rows), ``_chunk`` (the receive path's records),
 ``_raw`` (column extraction), ``_files`` (Parquet output), ``_writer`` (segments,
@@ -73,10 +74,15 @@ class Recorder:
     """Record WebSocket channels of ``client`` into a Parquet dataset at ``root``.
 
     ``await rec.run(duration=None)`` records until cancelled (or for ``duration``
-    seconds); in a notebook, ``rec.start()`` runs it as a task on the running loop and
-    ``await rec.stop()`` ends it once the last rows are written. ``rec.stats`` holds live
-    counts. ``channels`` use the compact form ``"watchTicker:BTC/BRL"``. An empty ``root``
-    raises InvalidRequest before anything is written.
+    seconds from the subscription); in a notebook, ``rec.start()`` runs it as a task on
+    the running loop, ``await rec.wait_subscribed()`` returns once every channel is
+    subscribed (from then on, everything published is recorded), and ``await rec.stop()``
+    ends it once the last rows are written. ``async with Recorder(...) as rec:`` does the
+    same: entered once subscribed, stopped on leaving. It subscribes at once: the
+    converter process starts beside it (segments closed meanwhile wait on disk for it).
+    ``rec.stats`` holds live counts. ``channels`` use the compact form
+    ``"watchTicker:BTC/BRL"``. An empty ``root`` raises InvalidRequest before anything is
+    written.
 
     Messages are appended to the write-ahead segment in chunks of at most
     ``max_pending_rows`` messages / ``max_pending_bytes`` bytes, and fsynced every
@@ -196,6 +202,13 @@ class Recorder:
         self._rolled: list[tuple[ClosedSegment, Segment, int]] = []
         self._rolled_event: asyncio.Event | None = None
         self._process: ConverterProcess | None = None
+        #: the converter's start, beside the receiving (``_start_converter``)
+        self._starting: asyncio.Task[None] | None = None
+        #: the converter started (or could not: the thread converts); False while starting
+        self._ready = False
+        #: segments closed (or left by a crash) before the converter was ready: on disk,
+        #: in the backlog, handed over once it is
+        self._waiting: list[ClosedSegment] = []
         self._converting: list[asyncio.Future[Any]] = []
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -211,16 +224,39 @@ class Recorder:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self) -> asyncio.Task[RecorderStats]:
-        """Run the recorder as a background task on the running loop (notebooks)."""
+    def start(self, duration: float | None = None) -> asyncio.Task[RecorderStats]:
+        """Run the recorder as a background task on the running loop (notebooks), until
+        ``stop`` or for ``duration`` seconds from its subscription (see ``run``).
+        ``await rec.wait_subscribed()`` then waits until every channel is subscribed."""
         if self.running:
             raise RuntimeError("recorder already running")
-        self._task = asyncio.get_running_loop().create_task(self.run())
+        if duration is not None:
+            duration = positive_seconds("duration", duration)
+        self._subscribed.clear()
+        self._task = asyncio.get_running_loop().create_task(self.run(duration))
         return self._task
+
+    async def __aenter__(self) -> Recorder:
+        """``async with Recorder(...) as rec:`` starts it and enters once every channel is
+        subscribed; leaving stops it, every received row written."""
+        self.start()
+        try:
+            await self.wait_subscribed()
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            await self.stop()
 
     async def wait_subscribed(self, timeout: float | None = None) -> None:
         """Until the service has confirmed every channel's subscription: from then on,
-        what it publishes is recorded. Raises the run's error if it ended first, and
+        what it publishes is recorded. The recorder receives from the moment it connects
+        (its converter process starts beside it), so this is the connection and one
+        confirmation per channel. Raises the run's error if it ended first, and
         TimeoutError after ``timeout`` seconds.
 
         Parameters
@@ -243,13 +279,21 @@ class Recorder:
             raise RuntimeError("the recorder ended before its subscriptions were confirmed")
         raise TimeoutError(f"subscriptions not confirmed within {timeout} s")
 
-    def stop(self) -> asyncio.Task[RecorderStats]:
-        """Ask a ``start``ed recorder to finish; await the returned task to wait until the
-        last rows are in Parquet."""
+    def stop(self, after: float | None = None) -> asyncio.Task[RecorderStats]:
+        """Ask a ``start``ed recorder to finish, at once or ``after`` seconds from now
+        (it records meanwhile); await the returned task to wait until the last rows are
+        in Parquet. Its result is the final stats."""
         if self._task is None:
             raise RuntimeError("recorder was not started")
-        self._task.cancel()
-        return asyncio.ensure_future(self._wait_stopped(self._task))
+        task = self._task
+        if after is None:
+            task.cancel()
+        else:
+            handle = asyncio.get_running_loop().call_later(
+                positive_seconds("after", after), task.cancel
+            )
+            task.add_done_callback(lambda _: handle.cancel())
+        return asyncio.ensure_future(self._wait_stopped(task))
 
     @staticmethod
     async def _wait_stopped(task: asyncio.Task[RecorderStats]) -> RecorderStats:
@@ -261,29 +305,47 @@ class Recorder:
         return task.result()
 
     async def run(self, duration: float | None = None) -> RecorderStats:
-        """Record until cancelled, or for ``duration`` seconds (finite, > 0); always ends
-        with every received row in Parquet. Returns the final stats; raises the
-        ``OSError`` of a failed write, once everything else is written."""
+        """Record until cancelled, or for ``duration`` seconds (finite, > 0) counted from
+        the moment every channel is subscribed; always ends with every received row in
+        Parquet. Returns the final stats; raises the ``OSError`` of a failed write, once
+        everything else is written.
+
+        It connects and subscribes at once: what is slow to start (the converter process
+        and its imports, the conversion of what a crash left) starts beside it, and the
+        segments closed meanwhile wait on disk until it is ready (nothing is lost)."""
         if duration is not None:
             duration = positive_seconds("duration", duration)
+        self._subscribed.clear()
+        self._process = self._starting = None
+        self._ready = False
         writer = self.writer
-        await asyncio.to_thread(writer.open, warm=self.converter != "process")
+        # the lock, a new segment; a crash's leftovers join the backlog, unconverted
+        await asyncio.to_thread(writer.open, warm=False, convert_leftovers=False)
+        self._waiting = list(writer.adopted)
         self._io_lock = asyncio.Lock()
         self._rolled_event = asyncio.Event()
         writer.on_roll = self._on_roll
         tasks: list[asyncio.Future[Any]] = []
         results: list[Any] = []
         try:
-            await self._start_converter()
             tasks = [
                 asyncio.ensure_future(self._receive()),
                 asyncio.ensure_future(self._flush_loop()),
                 asyncio.ensure_future(self._close_loop()),
             ]
-            done, _ = await asyncio.wait(
-                set(tasks), timeout=duration, return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in done:
+            self._starting = asyncio.ensure_future(self._start_converter())
+            subscribed = asyncio.ensure_future(self._subscribed.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {*tasks, subscribed}, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                subscribed.cancel()
+            if not done & set(tasks):  # the duration counts from the subscription
+                done, _ = await asyncio.wait(
+                    set(tasks), timeout=duration, return_when=asyncio.FIRST_COMPLETED
+                )
+            for task in done & set(tasks):
                 task.result()  # surface a failure of any
         except asyncio.CancelledError:
             pass  # a stop: fall through to the final flush and return normally
@@ -304,6 +366,12 @@ class Recorder:
         writer = self.writer
         writer.on_roll = None
         try:
+            if self._starting is not None and not self._starting.done():
+                # not ready yet: what waits for it is converted here, by ``writer.close``
+                self._starting.cancel()
+            if self._starting is not None:
+                await asyncio.wait({self._starting})
+            self._ready = True  # from now on (the last segment), no converter to wait for
             async with self._lock():
                 rolled = writer.roll_unsynced(reopen=False)
                 if rolled is not None:
@@ -328,20 +396,45 @@ class Recorder:
         return self._io_lock
 
     async def _start_converter(self) -> None:
-        if self.converter != "process":
-            return
-        process = ConverterProcess(self.writer)
+        """Start the converter beside the receiving (never before it), then hand it the
+        segments that waited (``_waiting``). Cancelled (a stop before it is ready), it
+        leaves them in the backlog, for ``writer.close``."""
         try:
-            await process.start()
-        except OSError as exc:
-            _log.warning("could not start the converter process (%s); converting in-process", exc)
-            # what conversions import, imported now, before the first message
-            await asyncio.to_thread(warm_up, self.writer.profile)
-            return
-        except BaseException:  # cancelled while it started: it must not outlive us
-            process.kill()
+            if self.converter == "process":
+                process = ConverterProcess(self.writer)
+                try:
+                    await process.start()
+                except OSError as exc:
+                    _log.warning(
+                        "could not start the converter process (%s); converting in-process", exc
+                    )
+                except BaseException:  # cancelled while it started: it must not outlive us
+                    await process.kill_and_wait()
+                    raise
+                else:
+                    self._process = process
+            if self._process is None:
+                # what conversions import, imported on the converter thread, first
+                await asyncio.get_running_loop().run_in_executor(
+                    self._converter_thread(), warm_up, self.writer.profile
+                )
+        except asyncio.CancelledError:
+            self._waiting.clear()
             raise
-        self._process = process
+        except Exception as exc:  # the warm-up: each conversion then says what fails
+            _log.warning("preparing the recording's conversions failed: %s", exc)
+        waiting, self._waiting = self._waiting, []
+        self._ready = True
+        for closed in waiting:
+            self._convert(closed)
+
+    def _converter_thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The worker thread that converts when there is no converter process."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="recorder-convert", initializer=_background
+            )
+        return self._executor
 
     async def _receive(self) -> None:
         # Callbacks see every message synchronously, in order, without the hop through a
@@ -418,18 +511,17 @@ class Recorder:
             self._convert(closed)
 
     def _convert(self, closed: ClosedSegment) -> None:
+        if not self._ready:
+            self._waiting.append(closed)  # on disk, in the backlog: converted once ready
+            return
         process = self._process
         if process is not None and process.submit(closed):
             return
         # no converter process: a worker thread of ours, one conversion at a time
-        if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="recorder-convert", initializer=_background
-            )
         writer = self.writer
         misses: dict[str, int] = {}  # filled by the worker, read once it is done
         future = asyncio.get_running_loop().run_in_executor(
-            self._executor,
+            self._converter_thread(),
             functools.partial(
                 convert_segment,
                 writer.root,

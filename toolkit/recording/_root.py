@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.errors import InvalidRequest
@@ -13,6 +14,14 @@ from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._misses import Misses
 from toolkit.recording._wal import SUFFIX
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedSegment:
+    """A segment that is complete and fsynced on disk, waiting for its conversion."""
+
+    path: Path
+    size: int
 
 
 class RecorderBusy(RuntimeError):
@@ -55,16 +64,24 @@ def recover(
     temporary files of conversions it did not finish (``misses`` as for
     ``convert_segment``). Call it only while holding the root's lock
     (``RecordingWriter.open`` does)."""
-    root_path = Path(root)
-    for tmp in root_path.glob("channel=*/date=*/.part-*.parquet.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     files: list[Path] = []
-    for segment in sorted(wal_dir(root).glob(f"*{SUFFIX}")):
+    for closed in leftovers(root):
         files.extend(
-            convert_segment(root, segment, compression=compression, profile=profile, misses=misses)
+            convert_segment(
+                root, closed.path, compression=compression, profile=profile, misses=misses
+            )
         )
     return files
+
+
+def leftovers(root: str | os.PathLike[str]) -> list[ClosedSegment]:
+    """The segments a crashed recorder left in ``ROOT/_wal/``, oldest first, once the
+    temporary files of conversions it did not finish are deleted (the cheap half of
+    ``recover``: nothing converted). Only while holding the root's lock."""
+    for tmp in Path(root).glob("channel=*/date=*/.part-*.parquet.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return [ClosedSegment(p, p.stat().st_size) for p in sorted(wal_dir(root).glob(f"*{SUFFIX}"))]
 
 
 def _lock(path: Path) -> int:

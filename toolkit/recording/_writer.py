@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.errors import InvalidRequest
@@ -25,9 +24,11 @@ from toolkit.recording._conversion import convert_segment
 from toolkit.recording._drops import DropSpan
 from toolkit.recording._misses import Misses, report_misses
 from toolkit.recording._raw import RawBuffer, warm_up
-from toolkit.recording._root import LOCK_NAME, _lock, check_root, positive_seconds, wal_dir
+from toolkit.recording._root import LOCK_NAME, _lock, check_root, leftovers, wal_dir
 from toolkit.recording._root import WAL_DIR as WAL_DIR  # re-exported: older imports
+from toolkit.recording._root import ClosedSegment as ClosedSegment
 from toolkit.recording._root import RecorderBusy as RecorderBusy
+from toolkit.recording._root import positive_seconds as positive_seconds
 from toolkit.recording._root import recover as recover
 from toolkit.recording._rows import (
     SESSION_CHANNEL,
@@ -47,14 +48,6 @@ _log = logging.getLogger("toolkit.recording")
 _counter = itertools.count()
 #: the fast lane counts (and checks the chunk's bounds) once per this many messages
 _STEP = 256
-
-
-@dataclass(frozen=True, slots=True)
-class ClosedSegment:
-    """A segment that is complete and fsynced on disk, waiting for its conversion."""
-
-    path: Path
-    size: int
 
 
 class RecordingWriter:
@@ -145,6 +138,9 @@ class RecordingWriter:
         #: closed segments not converted yet (the backlog), in order
         self._closed: dict[Path, int] = {}
         self._backlog = 0
+        #: segments of a crash taken into the backlog by ``open`` (``convert_leftovers``)
+        self.adopted: list[ClosedSegment] = []
+        self._leftovers: set[Path] = set()
         self._lock_fd: int | None = None
         #: when set, a segment that reaches ``rotate_bytes`` or ``rotate_rows`` is rolled as
         #: soon as a chunk is appended (``roll_unsynced``) and handed to it, for its fsync,
@@ -158,10 +154,13 @@ class RecordingWriter:
         """The descriptor that holds the root's lock (a converter process shares it)."""
         return self._lock_fd
 
-    def open(self, *, warm: bool = True) -> list[Path]:
+    def open(self, *, warm: bool = True, convert_leftovers: bool = True) -> list[Path]:
         """Take the root's lock, recover what a crash left, start a segment. Returns the
         recovered files. ``warm``: import what conversions need now, not mid-recording
-        (False when they run in another process: this one then never loads Arrow)."""
+        (False when they run in another process: this one then never loads Arrow).
+        ``convert_leftovers`` False: the segments a crash left join the backlog as they
+        are, in ``adopted``, for the caller to convert like any closed segment (their
+        files count in ``stats.recovered`` then): opening converts nothing."""
         if warm:
             warm_up(self.profile)
         wal = wal_dir(self.root)
@@ -169,9 +168,16 @@ class RecordingWriter:
         self._lock_fd = _lock(wal / LOCK_NAME)
         misses: Misses = {}
         try:
-            recovered = recover(
-                self.root, compression=self.compression, profile=self.profile, misses=misses
-            )
+            if convert_leftovers:
+                recovered = recover(
+                    self.root, compression=self.compression, profile=self.profile, misses=misses
+                )
+            else:
+                recovered, self.adopted = [], leftovers(self.root)
+                self._leftovers = {closed.path for closed in self.adopted}
+                for closed in self.adopted:
+                    self._closed[closed.path] = closed.size
+                    self._backlog += closed.size
         except BaseException:
             self._unlock()
             raise
@@ -555,6 +561,9 @@ class RecordingWriter:
         size = self._closed.pop(path, None)
         if size is not None:
             self._backlog -= size
+        if path in self._leftovers:
+            self._leftovers.discard(path)
+            self._stats.recovered += files
         self._stats.files += files
         self.note_misses(misses)
 
