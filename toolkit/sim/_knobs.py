@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
+from toolkit.sim._ids import NUMERIC_IDS, NumericIds
 
 EventMode = Literal["all", "outcome_only"]
 StatusCase = Literal["mixed", "upper", "lower"]
@@ -67,6 +68,12 @@ class Knobs:
     page_min: int = 1
     #: ids per batch-cancel request; more -> 400
     batch_cancel_max: int = 100
+    #: order ids as integers (spec 2.5 shows no field types): ``listing`` serves them as
+    #: JSON numbers in list items (their decimal text elsewhere), ``all`` in fetchOrder
+    #: bodies and notifications too; ``off``: the simulator's own text ids
+    numeric_ids: NumericIds = "off"
+    #: added to every numeric id (``2**60``: beyond a double's exact integers, 2**53)
+    numeric_id_base: int = 0
     #: name in `exchange` for service-managed orders
     service_name: str = "toolkit-sim"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -136,10 +143,12 @@ _INTEGERS: dict[str, int] = {
     "page_min": 1,
     "batch_cancel_max": 1,
     "updated_at_resolution_ms": 1,
+    "numeric_id_base": 0,
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "limit_events": ("all", "outcome_only"),
     "status_case": ("mixed", "upper", "lower"),
+    "numeric_ids": NUMERIC_IDS,
 }
 
 
