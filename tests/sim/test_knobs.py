@@ -25,6 +25,10 @@ BAD: list[tuple[str, Any]] = [
     ("limit_events", "some"),
     ("engine", "yes"),
     ("service_name", ""),
+    ("numeric_ids", True),
+    ("numeric_ids", "some"),
+    ("numeric_id_base", -1),
+    ("numeric_id_base", 1.5),
 ]
 
 
