@@ -29,6 +29,9 @@ BAD: list[tuple[str, Any]] = [
     ("numeric_ids", "some"),
     ("numeric_id_base", -1),
     ("numeric_id_base", 1.5),
+    ("listing_fault_page", -1),
+    ("listing_fault_status", 200),
+    ("listing_fault_status", True),
 ]
 
 

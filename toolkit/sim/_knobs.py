@@ -29,6 +29,11 @@ class Knobs:
     latency_ms: float = 0.0
     #: share of listing calls answered 503
     listing_503_rate: float = 0.0
+    #: a fault on a given page: every call for page N (1 = the first; 0 = none) of a
+    #: listing is answered ``listing_fault_status`` (503: unavailable, retried by a
+    #: client; 404: the route deactivated while the listing is read)
+    listing_fault_page: int = 0
+    listing_fault_status: int = 503
     #: eventual consistency: the listing shows the store as it was this many seconds ago
     listing_lag_s: float = 0.0
     #: the limit-order routes (list, create, cancel, batch cancel); False -> 404 on every call
@@ -144,7 +149,10 @@ _INTEGERS: dict[str, int] = {
     "batch_cancel_max": 1,
     "updated_at_resolution_ms": 1,
     "numeric_id_base": 0,
+    "listing_fault_page": 0,
 }
+#: what a listing page fault may answer
+_FAULT_STATUSES = (404, 500, 502, 503, 504)
 _CHOICES: dict[str, tuple[str, ...]] = {
     "limit_events": ("all", "outcome_only"),
     "status_case": ("mixed", "upper", "lower"),
@@ -168,6 +176,12 @@ def check_knob(name: str, value: Any) -> Any:
     if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine"):
         if not isinstance(value, bool):
             raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")
+        return value
+    if name == "listing_fault_status":
+        if value not in _FAULT_STATUSES or isinstance(value, bool):
+            raise InvalidRequest(
+                f"knob {name} must be one of {', '.join(map(str, _FAULT_STATUSES))}, not {value!r}"
+            )
         return value
     if name == "rate_limit_per_s":
         return None if value is None else _number(name, value, 0, _INF, low_open=True)

@@ -176,6 +176,9 @@ async def list_limit_orders(request: Request, state: SimState, principal: Princi
     statuses = parse_status_filter(params.get("status"), shape.active, shape.finalized)
     if state.should_fail_listing():
         return service_error(state, 503, "query temporarily unavailable, try again")
+    fault = state.listing_fault(statuses, params.get("paginationToken"))
+    if fault is not None:
+        return service_error(state, fault, f"listing page fault ({fault}, knob listing_fault_page)")
     items, token = state.list_limit_orders(
         principal.account, statuses, limit, params.get("paginationToken")
     )
