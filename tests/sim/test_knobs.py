@@ -32,6 +32,7 @@ BAD: list[tuple[str, Any]] = [
     ("listing_fault_page", -1),
     ("listing_fault_status", 200),
     ("listing_fault_status", True),
+    ("omit_market_type", "yes"),
 ]
 
 

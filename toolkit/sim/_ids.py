@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.sim._knobs import Knobs
@@ -71,7 +71,8 @@ def resolve(orders: Mapping[str, T], wire: str, mode: str, base: int) -> T | Non
 
 class WireIdsMixin:
     """The ids part of :class:`~toolkit.sim._state.SimState`: an order's id as the wire
-    shows it, and the order a client's id names, under the knob ``numeric_ids``."""
+    shows it, and the order a client's id names, under the knob ``numeric_ids`` (and the
+    market orders' ``type`` under ``omit_market_type``)."""
 
     knobs: Knobs
     orders: dict[str, Order]
@@ -80,6 +81,15 @@ class WireIdsMixin:
         """``order_id`` as it goes into a JSON body (the listing's or an order's)."""
         knobs = self.knobs
         return wire_value(order_id, knobs.numeric_ids, knobs.numeric_id_base, listing=listing)
+
+    def on_wire(self, order: Order, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` (fetchOrder == notification) with its id as the wire shows it, and
+        without ``type`` for a market order under the knob ``omit_market_type`` (spec
+        2.4: market is the default)."""
+        body["id"] = self.wire_value(order.id)
+        if self.knobs.omit_market_type and not order.is_limit:
+            del body["type"]
+        return body
 
     def lookup(self, order_id: str) -> Order | None:
         """The order a client's id names (its number's decimal form: ``numeric_ids``)."""

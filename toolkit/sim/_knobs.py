@@ -79,6 +79,9 @@ class Knobs:
     numeric_ids: NumericIds = "off"
     #: added to every numeric id (``2**60``: beyond a double's exact integers, 2**53)
     numeric_id_base: int = 0
+    #: market orders' bodies (fetchOrder, notifications) carry no ``type``: spec 2.4 says
+    #: market is the default, so a service may leave it out
+    omit_market_type: bool = False
     #: name in `exchange` for service-managed orders
     service_name: str = "toolkit-sim"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -173,7 +176,7 @@ def check_knob(name: str, value: Any) -> Any:
                 f"knob {name} must be one of {', '.join(_CHOICES[name])}, not {value!r}"
             )
         return value
-    if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine"):
+    if name in ("limit_routes_active", "rebuild_pagination_tokens", "engine", "omit_market_type"):
         if not isinstance(value, bool):
             raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")
         return value

@@ -207,8 +207,7 @@ class SimState(ListingMixin, WalletMixin, WireIdsMixin):
         """fetchOrder body == watchOrders message, in the profile's shape."""
         knobs, shape = self.knobs, self.shape
         body = format_order(order, knobs.status_case, knobs.service_name, shape.active)
-        body["id"] = self.wire_value(order.id)
-        return shape.order(body)
+        return shape.order(self.on_wire(order, body))
 
     # ---------------------------------------------------------------- tickers
     def publish_tickers(self, symbols: tuple[str, ...] | None = None) -> None:
