@@ -94,3 +94,14 @@ async def test_book_and_notifications_name_orders_by_their_id_text(
         assert book.apply(event) is not None and event.order_id in book
     finally:
         await client.aclose()
+
+
+def test_create_cancel_and_batch_cancel_answer_numeric_ids(numeric_sim: Simulator) -> None:
+    with numeric_sim.client() as client:
+        made = [client.create_limit_order("BTC/BRL", "buy", "10", amount="0.001") for _ in range(3)]
+        ids = [order["id"] for order in made]
+        assert all(isinstance(i, str) and i.isdigit() for i in ids)
+        single = client.cancel_limit_order(ids[0])
+        assert single.accepted and single.order_id == ids[0]
+        batch = client.cancel_limit_orders(ids[1:])
+        assert [(r.order_id, r.accepted) for r in batch] == [(i, True) for i in ids[1:]]
