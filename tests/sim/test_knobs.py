@@ -25,6 +25,14 @@ BAD: list[tuple[str, Any]] = [
     ("limit_events", "some"),
     ("engine", "yes"),
     ("service_name", ""),
+    ("numeric_ids", True),
+    ("numeric_ids", "some"),
+    ("numeric_id_base", -1),
+    ("numeric_id_base", 1.5),
+    ("listing_fault_page", -1),
+    ("listing_fault_status", 200),
+    ("listing_fault_status", True),
+    ("omit_market_type", "yes"),
 ]
 
 

@@ -87,7 +87,8 @@ Returns
 -------
 dict
     The order as the service sent it (``id``, ``status``, ``trades``, ``fee``,
-    ``evaluatedTickers``, ...); ``client.load_orders(ids=[...])`` gives DataFrames.
+    ``evaluatedTickers``, ...), its ``id`` as text (an integer id as its decimal
+    digits); ``client.load_orders(ids=[...])`` gives DataFrames.
 
 Raises
 ------
@@ -95,6 +96,9 @@ OrderNotFound
     The order is unknown or belongs to another account (404).
 InvalidRequest
     ``order_id`` is empty or not a valid id (nothing is sent).
+InvalidResponse
+    The body is not this order's: another order's id, or an id that is neither text
+    nor an integer (``1.5``, ``1e20``, a boolean, null).
 
 Examples
 --------
@@ -106,10 +110,13 @@ Examples
 
 The arguments are checked now, before anything is sent. Items are the service's
 own objects; their fields are read with the profile's ``listing.*_field`` mapping
-(the id inferred from the usual names when ``listing.id_field`` is absent). An
-order seen on an earlier page is not yielded again; an item outside ``status``
-(ACTIVE/FINALIZED as the profile defines them) is left out, since the service
-ignores a filter it does not recognise. A 503 is retried on the same token.
+(the id inferred from the usual names when ``listing.id_field`` is absent), and each
+item's id is handed on as text: an integer id as its decimal digits, so ``123`` and
+``"123"`` are one order (an id that cannot be an exact integer raises InvalidResponse
+naming ``listing.id_field``). An order seen on an earlier page is not yielded
+again; an item outside ``status`` (ACTIVE/FINALIZED as the profile defines them) is
+left out, since the service ignores a filter it does not recognise. A 503 is retried
+on the same token.
 
 Parameters
 ----------

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolkit.errors import InvalidResponse
 from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, Listing, find_field, get_path
-from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, to_epoch_ms
+from toolkit.protocol import ALL_LIMIT_STATUSES, canonical_status, require_order_id, to_epoch_ms
 
 logger = logging.getLogger("toolkit.listing")
 
@@ -61,14 +61,29 @@ class ListItems:
         value = get_path(item, self.id_field, _MISSING)
         if value is _MISSING:
             raise InvalidResponse(self._no_id(item))
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        if not isinstance(value, str) or not value:
-            raise InvalidResponse(
-                f"listing item's id field {self.id_field!r} is not a non-empty string "
-                f"(listing.id_field = {self.listing.id_field!r})"
-            )
-        return value
+        # one form whatever the JSON type: 123 and "123" are the same order everywhere
+        where = (
+            f"order's {self.id_field!r} (spec 2.4)"
+            if self.order_bodies
+            else f"listing item's id field {self.id_field!r} (listing.id_field = "
+            f"{self.listing.id_field!r})"
+        )
+        return require_order_id(value, where)
+
+    def identified(self, item: object) -> tuple[str, dict[str, Any]]:
+        """:meth:`order_id` and a copy of ``item`` whose id field holds it (an integer id
+        as its decimal text), so that whoever reads the item's id gets the one form."""
+        order_id = self.order_id(item)
+        assert isinstance(item, Mapping) and self.id_field is not None
+        out = dict(item)
+        if get_path(out, self.id_field) == order_id:
+            return order_id, out
+        *outer, last = self.id_field.split(".")
+        node = out
+        for step in outer:  # copied on the way: the caller's item stays as it came
+            node[step] = node = dict(node[step])
+        node[last] = order_id
+        return order_id, out
 
     def _resolve_id(self, item: Mapping[str, Any]) -> None:
         configured = self.listing.id_field

@@ -28,9 +28,11 @@ from toolkit.errors import (
 from toolkit.profile import ID_CANDIDATES, find_field
 from toolkit.profile._learned import Learned
 from toolkit.protocol import (
+    canonical_order_id,
     canonical_status,
     kind_of,
     order_id_path_segment,
+    order_id_problem,
     validate_decimal,
     validate_order_id,
     validate_order_ids,
@@ -457,8 +459,9 @@ def _batch_items(response: httpx.Response, asked: list[str]) -> dict[str, dict[s
     for item in items:
         key = find_field(item, "id", ID_CANDIDATES) if isinstance(item, dict) else None
         got = item[key] if key is not None else None
-        if isinstance(got, str) and got in wanted:
-            by_id[got] = item
+        oid = canonical_order_id(got)  # 123 answers the cancel of "123"
+        if oid is not None and oid in wanted:
+            by_id[oid] = item
         else:
             strangers.append(repr(got)[:40] if got is not None else "(no id)")
     if strangers:
@@ -520,7 +523,7 @@ def _check_answer_id(payload: Mapping[str, Any], asked: str, response: httpx.Res
     read as list items' are: ``id`` or a usual alias); a body without an id passes (its
     other fields are not shown, spec 2.6)."""
     key = find_field(payload, "id", ID_CANDIDATES)
-    if key is None or payload[key] == asked:
+    if key is None or canonical_order_id(payload[key]) == asked:
         return
     raise InvalidResponse(
         f"the cancel of order {asked!r} was answered {response.status_code} with the "
@@ -546,13 +549,21 @@ def _as_order(
     }
     if not isinstance(payload, dict):
         raise InvalidResponse(f"order response is {kind_of(payload)}, not an object", **where)
-    got = payload.get("id")
-    if not isinstance(got, str):
-        raise InvalidResponse("order response has no string 'id'", **where)
+    if "id" not in payload:
+        raise InvalidResponse("order response has no 'id' (spec 2.4)", **where)
+    got = canonical_order_id(payload["id"])
+    if got is None:
+        raise InvalidResponse(
+            f"order response's 'id' (spec 2.4) {order_id_problem(payload['id'])}; an order "
+            "id must be text or an integer",
+            **where,
+        )
     if asked is not None and got != asked:
         raise InvalidResponse(
             f"fetchOrder for {asked!r} answered the body of another order ({got!r})", **where
         )
+    # one form whatever the JSON type: 123 and "123" are the same order everywhere
+    payload["id"] = got
     return payload
 
 

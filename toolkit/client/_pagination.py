@@ -39,7 +39,9 @@ class Paginator:
     - more than ``max_pages`` pages: PaginationLoop;
     - an id seen again on a later page (eventual consistency) is not yielded twice; the
       copy with the newest updated-at is kept in ``latest``;
-    - items are read through ``items`` (the profile's ``listing.*_field`` mapping);
+    - items are read through ``items`` (the profile's ``listing.*_field`` mapping), and
+      handed on with their id in one form (an integer id as its decimal text; any other
+      non-text id raises InvalidResponse naming ``listing.id_field``);
     - ``statuses`` (when set) is checked on every item too: the service silently ignores a
       filter it does not recognise (spec 4.2), so an item outside it is dropped, counted
       in ``dropped`` and logged once per listing;
@@ -94,14 +96,15 @@ class Paginator:
         fresh: list[dict[str, Any]] = []
         seen_before = len(self._order)
         repeated: list[tuple[int, str]] = []  # (position on this page, id)
-        for position, item in enumerate(items):
-            order_id = self.items.order_id(item)
+        for position, raw in enumerate(items):
+            # the id in one form (123 and "123" are one order) in every item handed on
+            order_id, item = self.items.identified(raw)
             keep = self._wanted(item)
             if order_id not in self._seen:
                 self._seen.add(order_id)
                 self._order.append(order_id)
                 if keep:
-                    self.latest[order_id] = dict(item)
+                    self.latest[order_id] = item
                     fresh.append(dict(item))
                 continue
             repeated.append((position, order_id))
@@ -110,7 +113,7 @@ class Paginator:
                 continue
             if _newer(self.items.updated_ms(item), self.items.updated_ms(previous)):
                 if keep:
-                    self.latest[order_id] = dict(item)
+                    self.latest[order_id] = item
                 else:  # its newer state is outside the filter
                     del self.latest[order_id]
         if repeated and self.pages > 1 and self._restarted(repeated, len(items), seen_before):

@@ -12,6 +12,7 @@ from toolkit.doctor import _shapes as sh
 from toolkit.doctor._probe import Answer, LimitExceeded, Probe
 from toolkit.errors import TransportError, redact_url
 from toolkit.profile import get_path
+from toolkit.protocol import canonical_order_id
 
 SIGNIN_PATHS = (
     "/auth/signin",
@@ -423,11 +424,12 @@ def _diverse_ids(items: list[dict[str, Any]], id_path: str, status_path: str | N
     """Listed ids, one per status first (closed ones lead: they carry evaluatedTickers)."""
     by_status: dict[str, list[str]] = {}
     for item in items:
-        oid = get_path(item, id_path)
+        # its one form (123 -> "123"); a value no id can be (1.5, true) is not tried
+        oid = canonical_order_id(get_path(item, id_path))
         if oid is None:
             continue
         status = str(get_path(item, status_path) if status_path else "").upper()
-        by_status.setdefault(status, []).append(str(oid))
+        by_status.setdefault(status, []).append(oid)
     order = sorted(by_status, key=lambda s: (s != "CLOSED", s != "EXECUTED", s))
     first = [by_status[s][0] for s in order]
     rest = [i for s in order for i in by_status[s][1:]]

@@ -75,12 +75,15 @@ def build_frames(
     microseconds...) or a text with a lone surrogate escape is null, with one warning per
     column naming it; when most ``createdAt``/``updatedAt`` values are no such moment the
     unit is wrong, and :class:`~toolkit.errors.InvalidResponse` names
-    ``orders.timestamp_unit``. Unknown fields are kept as columns with their JSON types
-    (integers as nullable ``Int64``, text beyond int64; a field named like a derived
-    column is renamed, e.g. ``trade.symbol``, with a warning); a field whose type changes
-    between orders becomes text. Raises :class:`~toolkit.errors.InvalidRequest` (a
-    ``ValueError``) naming the item's position for a body that is not one JSON object, an
-    item of another type, or a mapping JSON cannot hold.
+    ``orders.timestamp_unit``. An order's ``id`` is text: an integer id becomes its
+    decimal digits (exactly, whatever its size), any other non-text id (``1.5``, a
+    boolean, an object) raises InvalidResponse naming the order. Unknown fields are kept
+    as columns with their JSON types (integers as nullable ``Int64``, text beyond int64;
+    a field named like a derived column is renamed, e.g. ``trade.symbol``, with a
+    warning); a field whose type changes between orders becomes text. Raises
+    :class:`~toolkit.errors.InvalidRequest` (a ``ValueError``) naming the item's position
+    for a body that is not one JSON object, an item of another type, or a mapping JSON
+    cannot hold.
 
     ``profile`` (default: the default profile) names the ``evaluatedTickers`` element fields
     (``orders.quote_venue_field``, ``quote_price_field``, ``quote_time_field``,

@@ -16,9 +16,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.json as pj
 
-from toolkit.errors import InvalidRequest
+from toolkit.errors import InvalidRequest, InvalidResponse
 from toolkit.frames._schema import ORDER, Field, ListOf, QuoteFields, Struct, order_spec
-from toolkit.protocol import JsonShapeError, kind_of, loads_bounded
+from toolkit.protocol import (
+    JsonShapeError,
+    canonical_order_id,
+    kind_of,
+    loads_bounded,
+    order_id_problem,
+)
 from toolkit.protocol._json import bytes_may_nest_deeper
 
 RawOrder = bytes | bytearray | memoryview | str | Mapping[str, Any]
@@ -210,7 +216,9 @@ def _parse(bodies: list[bytes], fields: QuoteFields | None = None) -> pa.Table:
 # strings, known text fields holding numbers/objects become their JSON text, known
 # timestamps holding fractions become float64 (strings: text), and a known object or list
 # holding something else is dropped to null with a warning; so is a text with a lone
-# surrogate escape (no UTF-8 holds it: pyarrow refuses the whole input for it).
+# surrogate escape (no UTF-8 holds it: pyarrow refuses the whole input for it). The
+# order's own id is the exception: an integer becomes its digits (as everywhere else:
+# toolkit.protocol.canonical_order_id), any other non-text id raises InvalidResponse.
 
 
 def _kind(value: Any) -> str:
@@ -282,7 +290,8 @@ def _plan(
                 actions[path] = "null"
         elif spec in ("str", "dec"):
             if seen - {"string"}:
-                actions[path] = "text"
+                # the order's id: an integer as its digits, anything else refused
+                actions[path] = "id" if path == ("id",) else "text"
         elif spec == "ts":
             if seen - {"int", "float"}:
                 actions[path] = "text"
@@ -341,6 +350,14 @@ class _Rewriter:
         action = self.actions.get(path)
         if action == "text":
             return _as_text(value)
+        if action == "id" and value is not None:
+            oid = canonical_order_id(value)
+            if oid is None:
+                raise InvalidResponse(
+                    f"{self.order}: its 'id' (spec 2.4) {order_id_problem(value)}; an order "
+                    "id must be text or an integer"
+                )
+            return oid
         if action == "null":
             spec = self.known[path]
             ok = dict if isinstance(spec, Struct) else list

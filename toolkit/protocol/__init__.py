@@ -4,6 +4,7 @@ libraries."""
 
 from __future__ import annotations
 
+from toolkit.protocol._ids import canonical_order_id, order_id_problem, require_order_id
 from toolkit.protocol._json import (
     MAX_JSON_DEPTH,
     JsonShapeError,
@@ -49,12 +50,15 @@ __all__ = [
     "LimitStatus",
     "MarketStatus",
     "StatusShortcut",
+    "canonical_order_id",
     "canonical_status",
     "is_terminal",
     "kind_of",
     "loads_bounded",
     "order_id_path_segment",
+    "order_id_problem",
     "parse_object",
+    "require_order_id",
     "to_epoch_ms",
     "validate_decimal",
     "validate_limit",

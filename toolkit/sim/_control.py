@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolkit.sim._accounts import PROFILES
+from toolkit.sim._ids import wire_id
 from toolkit.sim._rest import error
 from toolkit.sim._state import InvalidCommand, SimState
 
@@ -131,15 +132,23 @@ async def move_price(request: Request) -> Response:
 async def order_ids(request: Request) -> Response:
     state = _state(request)
     account = request.query_params.get("account", "A1")
-    return JSONResponse({"ids": list(state.by_account.get(account, []))})
+    kind = request.query_params.get("type")  # market or limit; all orders without it
+    mode, base = state.knobs.numeric_ids, state.knobs.numeric_id_base
+    # as a client reads them (``numeric_ids``: the decimal form of the number)
+    ids = [
+        wire_id(oid, mode, base)
+        for oid in state.by_account.get(account, [])
+        if kind is None or state.orders[oid].type == kind
+    ]
+    return JSONResponse({"ids": ids})
 
 
 async def order_events(request: Request) -> Response:
     state = _state(request)
-    order_id = request.path_params["order_id"]
-    if order_id not in state.orders:
+    order = state.lookup(request.path_params["order_id"])
+    if order is None:
         return error(404, "order not found")
-    return JSONResponse({"events": list(state.events.get(order_id, []))})
+    return JSONResponse({"events": list(state.events.get(order.id, []))})
 
 
 async def balances(request: Request) -> Response:
@@ -249,8 +258,11 @@ class SimControl:
         )
         return result
 
-    def order_ids(self, account: str = "A1") -> list[str]:
-        ids: list[str] = self._call("GET", "/_sim/orders", params={"account": account})["ids"]
+    def order_ids(self, account: str = "A1", type: str | None = None) -> list[str]:
+        """The ids of ``account``'s orders as a client reads them, oldest first; only the
+        ``type`` ones (``"market"``, ``"limit"``) when given."""
+        params = {"account": account} if type is None else {"account": account, "type": type}
+        ids: list[str] = self._call("GET", "/_sim/orders", params=params)["ids"]
         return ids
 
     def events(self, order_id: str) -> list[str]:

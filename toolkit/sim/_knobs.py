@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
+from toolkit.sim._ids import NUMERIC_IDS, NumericIds
 
 EventMode = Literal["all", "outcome_only"]
 StatusCase = Literal["mixed", "upper", "lower"]
@@ -28,6 +29,11 @@ class Knobs:
     latency_ms: float = 0.0
     #: share of listing calls answered 503
     listing_503_rate: float = 0.0
+    #: a fault on a given page: every call for page N (1 = the first; 0 = none) of a
+    #: listing is answered ``listing_fault_status`` (503: unavailable, retried by a
+    #: client; 404: the route deactivated while the listing is read)
+    listing_fault_page: int = 0
+    listing_fault_status: int = 503
     #: eventual consistency: the listing shows the store as it was this many seconds ago
     listing_lag_s: float = 0.0
     #: the limit-order routes (list, create, cancel, batch cancel); False -> 404 on every call
@@ -69,6 +75,15 @@ class Knobs:
     page_min: int = 1
     #: ids per batch-cancel request; more -> 400
     batch_cancel_max: int = 100
+    #: order ids as integers (spec 2.5 shows no field types): ``listing`` serves them as
+    #: JSON numbers in list items (their decimal text elsewhere), ``all`` in fetchOrder
+    #: bodies and notifications too; ``off``: the simulator's own text ids
+    numeric_ids: NumericIds = "off"
+    #: added to every numeric id (``2**60``: beyond a double's exact integers, 2**53)
+    numeric_id_base: int = 0
+    #: market orders' bodies (fetchOrder, notifications) carry no ``type``: spec 2.4 says
+    #: market is the default, so a service may leave it out
+    omit_market_type: bool = False
     #: name in `exchange` for service-managed orders
     service_name: str = "toolkit-sim"
     #: status of an input refusal (400; a gateway may say 422)
@@ -143,10 +158,15 @@ _INTEGERS: dict[str, int] = {
     "page_min": 1,
     "batch_cancel_max": 1,
     "updated_at_resolution_ms": 1,
+    "numeric_id_base": 0,
+    "listing_fault_page": 0,
 }
+#: what a listing page fault may answer
+_FAULT_STATUSES = (404, 500, 502, 503, 504)
 _CHOICES: dict[str, tuple[str, ...]] = {
     "limit_events": ("all", "outcome_only"),
     "status_case": ("mixed", "upper", "lower"),
+    "numeric_ids": NUMERIC_IDS,
 }
 
 
@@ -167,6 +187,7 @@ def check_knob(name: str, value: Any) -> Any:
         "limit_routes_active",
         "rebuild_pagination_tokens",
         "engine",
+        "omit_market_type",
         "cancel_profile_strict",
     ):
         if not isinstance(value, bool):
@@ -179,6 +200,12 @@ def check_knob(name: str, value: Any) -> Any:
     if name == "validation_status":
         if value not in (400, 422):
             raise InvalidRequest(f"knob {name} must be 400 or 422, not {value!r}")
+        return value
+    if name == "listing_fault_status":
+        if value not in _FAULT_STATUSES or isinstance(value, bool):
+            raise InvalidRequest(
+                f"knob {name} must be one of {', '.join(map(str, _FAULT_STATUSES))}, not {value!r}"
+            )
         return value
     if name == "rate_limit_per_s":
         return None if value is None else _number(name, value, 0, _INF, low_open=True)

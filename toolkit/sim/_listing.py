@@ -79,8 +79,9 @@ class ListingMixin:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """One page of the replica, newest first. A token that does not verify (tampered,
         rebuilt, other filter) silently restarts at page one, as spec 4.2 rule 5 says."""
-        sig = ",".join(sorted(statuses)) if statuses else "*"
-        cursor = self._decode_token(token, sig) if token else None
+        sig = _signature(statuses)
+        found = self._decode_token(token, sig) if token else None
+        cursor, page = (found[:2], found[2]) if found else (None, 1)
         index = self._index.get(account) or _Index()
         horizon = self.now_ms() - int(float(self.knobs.listing_lag_s) * 1000)
         start = bisect.bisect_left(index.keys, cursor) if cursor else len(index.keys)
@@ -95,11 +96,23 @@ class ListingMixin:
         next_token = None
         if len(items) == limit and items:
             last = items[-1]
-            next_token = self._encode_token((last["createdAt"], last["id"]), sig)
+            next_token = self._encode_token((last["createdAt"], last["id"], page + 1), sig)
         return items, next_token
 
-    def _encode_token(self, cursor: tuple[int, str], sig: str) -> str:
-        payload = json.dumps([1, cursor[0], cursor[1], sig], separators=(",", ":")).encode()
+    def listing_fault(self, statuses: frozenset[str] | None, token: str | None) -> int | None:
+        """The status to answer instead of this page (knobs ``listing_fault_page`` and
+        ``listing_fault_status``: every call for that page of a listing fails), or None."""
+        wanted = int(self.knobs.listing_fault_page)
+        if not wanted:
+            return None
+        found = self._decode_token(token, _signature(statuses)) if token else None
+        page = found[2] if found else 1  # a token that does not verify restarts
+        return int(self.knobs.listing_fault_status) if page == wanted else None
+
+    def _encode_token(self, cursor: tuple[int, str, int], sig: str) -> str:
+        """A signed token for the page after ``cursor`` (createdAt, id of the last item,
+        number of the next page)."""
+        payload = json.dumps([1, *cursor, sig], separators=(",", ":")).encode()
         # rebuild mode: signed with a throwaway key, so the next call cannot verify it
         key = secrets.token_bytes(32) if self.knobs.rebuild_pagination_tokens else self._token_key
         mac = hmac.new(key, payload, hashlib.sha256).digest()[:12]
@@ -108,7 +121,7 @@ class ListingMixin:
             raw += b"\x00"  # a length not divisible by 3 means "=" padding
         return base64.b64encode(raw).decode()
 
-    def _decode_token(self, token: str, sig: str) -> tuple[int, str] | None:
+    def _decode_token(self, token: str, sig: str) -> tuple[int, str, int] | None:
         try:
             raw = base64.b64decode(token, validate=True)
             if not raw.startswith(_TOKEN_MAGIC):
@@ -118,12 +131,17 @@ class ListingMixin:
             want = hmac.new(self._token_key, payload, hashlib.sha256).digest()[:12]
             if len(mac) != 12 or not hmac.compare_digest(mac, want):
                 return None
-            version, created, oid, token_sig = json.loads(payload)
+            version, created, oid, page, token_sig = json.loads(payload)
             if version != 1 or token_sig != sig or not isinstance(oid, str):
                 return None
-            return int(created), oid
+            return int(created), oid, int(page)
         except (ValueError, TypeError):
             return None
+
+
+def _signature(statuses: frozenset[str] | None) -> str:
+    """The filter a token is bound to (a token of another filter restarts the listing)."""
+    return ",".join(sorted(statuses)) if statuses else "*"
 
 
 def _visible(order: Order, horizon_ms: int) -> dict[str, Any] | None:

@@ -176,9 +176,14 @@ async def list_limit_orders(request: Request, state: SimState, principal: Princi
     statuses = parse_status_filter(params.get("status"), shape.active, shape.finalized)
     if state.should_fail_listing():
         return service_error(state, 503, "query temporarily unavailable, try again")
+    fault = state.listing_fault(statuses, params.get("paginationToken"))
+    if fault is not None:
+        return service_error(state, fault, f"listing page fault ({fault}, knob listing_fault_page)")
     items, token = state.list_limit_orders(
         principal.account, statuses, limit, params.get("paginationToken")
     )
+    if state.knobs.numeric_ids != "off":
+        items = [{**i, "id": state.wire_value(i["id"], listing=True)} for i in items]
     body: dict[str, Any] = {"orders": [shape.list_item(item) for item in items]}
     if token is not None:
         body["paginationToken"] = token
@@ -279,7 +284,11 @@ async def cancel_limit_order(request: Request, state: SimState, principal: Princ
         return service_error(state, 404, "order not found in this profile")
     if outcome != "accepted":
         return service_error(state, 409, _CANCEL_409[outcome])
-    out = {"id": order.id, "status": "CANCELLING", "cancelRequestedAt": order.cancel_requested_at}
+    out = {
+        "id": state.wire_value(order.id),
+        "status": "CANCELLING",
+        "cancelRequestedAt": order.cancel_requested_at,
+    }
     return JSONResponse(state.shape.stamp(out), status_code=state.profile.rest.cancel_status)
 
 

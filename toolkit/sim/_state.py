@@ -17,6 +17,7 @@ from toolkit.sim._accounts import PROFILES, TokenStore
 from toolkit.sim._bus import Bus
 from toolkit.sim._engine import Engine, Market
 from toolkit.sim._history import generate_history
+from toolkit.sim._ids import WireIdsMixin
 from toolkit.sim._knobs import Knobs
 from toolkit.sim._listing import ListingMixin, RateLimiter, _Index
 from toolkit.sim._listing import retry_after_header as retry_after_header
@@ -49,7 +50,7 @@ class InvalidCommand(ValueError):
     """A control or REST command that the order's state does not allow."""
 
 
-class SimState(ListingMixin, WalletMixin):
+class SimState(ListingMixin, WalletMixin, WireIdsMixin):
     """The simulator's state; also what the WebSocket handler reads (``app.state.sim``).
 
     Balances live in :class:`~toolkit.sim._wallet.WalletMixin`, the listing replica and
@@ -205,7 +206,8 @@ class SimState(ListingMixin, WalletMixin):
     def format(self, order: Order) -> dict[str, Any]:
         """fetchOrder body == watchOrders message, in the profile's shape."""
         knobs, shape = self.knobs, self.shape
-        return shape.order(format_order(order, knobs.status_case, knobs.service_name, shape.active))
+        body = format_order(order, knobs.status_case, knobs.service_name, shape.active)
+        return shape.order(self.on_wire(order, body))
 
     # ---------------------------------------------------------------- tickers
     def publish_tickers(self, symbols: tuple[str, ...] | None = None) -> None:
@@ -304,7 +306,7 @@ class SimState(ListingMixin, WalletMixin):
         self.publish_balance(order.account)
 
     def find(self, account: str, order_id: str, profile: str | None = None) -> Order | None:
-        order = self.orders.get(order_id)
+        order = self.lookup(order_id)
         if order is None or order.account != account:
             return None
         if profile is not None and order.profile != profile:
@@ -458,7 +460,7 @@ class SimState(ListingMixin, WalletMixin):
     def advance(self, order_id: str, to: str, reason: str | None = None) -> Order:
         """Put an order in state ``to`` (publishing each step a real run would) and hold
         it there: no automatic progress until another advance or a re-arm."""
-        order = self.orders.get(order_id)
+        order = self.lookup(order_id)
         if order is None:
             raise KeyError(order_id)
         to = to.upper()

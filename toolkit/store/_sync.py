@@ -159,7 +159,8 @@ class _Writer:
         kind = text_field(oid, order, "type", required=False)
         return month_of(created), {
             "id": reader.order_id(order),
-            "type": kind.lower() if kind is not None else None,
+            # spec 2.4: market by default; so it is re-read by id while not final
+            "type": kind.lower() if kind is not None else "market",
             "symbol": text_field(oid, order, "symbol", required=False),
             "status": status_field(oid, order),
             "createdAt": created,

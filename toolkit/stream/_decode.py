@@ -193,6 +193,10 @@ def _order_lines(unit: str) -> list[str]:
         *_to_ms("t", unit, "_order_ms"),
         "if not (oid and status and t):",
         "    return None",
+        # an integer id: the event's body carries it in its one form, as order_event's
+        'i = m.get("id")',
+        "if i is not oid and i is not None:",
+        '    m["id"] = oid',
         'return OrderEvent("watchorders", received_at_ns, connection_id, seq, '
         "LazyMessage(text), oid, status, s, t, m)",
     ]

@@ -16,7 +16,8 @@ import msgspec
 
 from toolkit.errors import InvalidResponse
 from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile
-from toolkit.protocol import to_epoch_ms
+from toolkit.protocol import order_id_problem, to_epoch_ms
+from toolkit.stream._ids import id_value, order_id_of, with_id
 
 __all__ = [
     "FINAL_STATUSES",
@@ -385,17 +386,6 @@ def _ticker(
     )
 
 
-def order_id_of(order: Mapping[str, Any]) -> str:
-    """The id of an order body: ``id``, else the first usual id name it has ("" if none)."""
-    value = order.get("id")
-    if value is None:
-        for name in ID_CANDIDATES:
-            if order.get(name) is not None:
-                value = order[name]
-                break
-    return "" if value is None else str(value)
-
-
 def _status_raw(order: Mapping[str, Any]) -> str:
     """The ``status`` of an order body as sent, as text ("" when it has none)."""
     value = order.get("status")
@@ -414,7 +404,13 @@ def _order_ms(value: Any, unit: str) -> int:
 def _order_mismatch(order: Mapping[str, Any], field: str, channel: str) -> PayloadMismatch:
     if field == "id":
         names = ", ".join(repr(n) for n in ID_CANDIDATES if n != "id")
-        what = f"no order id ('id', nor any of {names})"
+        value = id_value(order)
+        what = (
+            f"no order id ('id', nor any of {names})"
+            if value is None
+            else f"no usable order id (its id {order_id_problem(value)}; an id is text or "
+            "an integer)"
+        )
     else:
         name = "'status'" if field == "status" else "'updatedAt' that is a Unix time"
         got = f" (got {order[field]!r})" if field in order else ""
@@ -471,7 +467,7 @@ def order_event(
         status=status,
         status_raw=status_raw,
         updated_at_ms=updated,
-        order=dict(order),
+        order=with_id(order, order_id),
         reconciled=reconciled,
     )
 
