@@ -42,10 +42,15 @@ def test_connection_with_defaults_uses_them_and_stays_open(
     serve = sim_ws._serve
 
     def spy(
-        websocket: Any, state: Any, sub: Any, max_duration_s: float, idle_limit_s: float
+        websocket: Any,
+        state: Any,
+        sub: Any,
+        max_duration_s: float,
+        idle_limit_s: float,
+        close_code: int = 1000,
     ) -> Awaitable[None]:
         used.append((max_duration_s, idle_limit_s))
-        return serve(websocket, state, sub, max_duration_s, idle_limit_s)
+        return serve(websocket, state, sub, max_duration_s, idle_limit_s, close_code)
 
     # the server thread looks ``_serve`` up at each connection: the spy sees the limits
     monkeypatch.setattr(sim_ws, "_serve", spy)
