@@ -129,7 +129,9 @@ def test_bad_files_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="not valid TOML"):
         load_profile(bad)
     bad.write_text("[rest]\nfetch_order_parm = 'id'\n")
-    with pytest.raises(InvalidRequest, match=r"bad\.toml: unknown setting.*fetch_order_parm"):
+    with pytest.raises(
+        InvalidRequest, match=r"bad\.toml, line 2 \(rest\.fetch_order_parm\): unknown setting"
+    ):
         load_profile(bad)
     with pytest.raises(InvalidRequest, match="not found"):
         load_profile(tmp_path / "missing.toml")
