@@ -8,18 +8,87 @@ only then are they renamed into place, and a manifest naming each member with it
 written last, so a reader can tell a complete set from an interrupted one. Readers go
 through :func:`set_problem`: a folder whose manifest is missing (an interrupted commit
 removes it first), does not match, or does not list a file they read is refused.
+
+The disk's refusals (full, quota, file too large, read-only, no permission) are turned
+into one :class:`~toolkit.errors.WriteError` naming the file meant and what to do, here
+(:func:`disk_errors`) for every writer, whatever raised them (``os``, pyarrow).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
+from toolkit.errors import InvalidRequest, WriteError
+
 MANIFEST = "_manifest.json"
+
+
+# -- the disk's refusals -----------------------------------------------------------------
+
+#: what to do when the place written to refuses, by errno ("{dir}": the folder)
+_REFUSALS: dict[int, str] = {
+    errno.ENOSPC: "the disk is full (ENOSPC): free space or choose another folder",
+    errno.EDQUOT: "the disk quota is exhausted (EDQUOT): free space or choose another folder",
+    errno.EFBIG: (
+        "the file is too large for this filesystem (EFBIG): choose a folder on another "
+        "filesystem (FAT32 holds at most 4 GiB a file), or raise the file-size limit "
+        "(ulimit -f)"
+    ),
+    errno.EROFS: "the filesystem is read-only (EROFS): choose another folder",
+    errno.EACCES: "no permission to write in {dir}: choose another folder or fix its permissions",
+    errno.EPERM: "no permission to write in {dir}: choose another folder or fix its permissions",
+}
+
+# pyarrow's OSError may carry its errno only in its text: "... Detail: [errno 27] ..."
+_ERRNO_IN_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
+
+
+def refusal_errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` when it is one of the disk's refusals (full, quota, too large,
+    read-only, no permission), read from the exception or from its text (pyarrow)."""
+    if not isinstance(exc, OSError):
+        return None
+    code = exc.errno
+    if code is None:
+        found = _ERRNO_IN_TEXT.search(str(exc))
+        code = int(found.group(1)) if found else None
+    return code if code in _REFUSALS else None
+
+
+def write_error(exc: BaseException, path: str | os.PathLike[str]) -> WriteError | None:
+    """``exc``, raised while writing ``path``, as one :class:`~toolkit.errors.WriteError`
+    naming ``path`` (the file meant, not its temporary name) and what to do, when it is
+    one of the disk's refusals; None otherwise (and for an error already translated)."""
+    code = refusal_errno(exc)
+    if code is None or isinstance(exc, WriteError):
+        return None
+    target = Path(path)
+    hint = _REFUSALS[code].format(dir=target.parent)
+    return WriteError(f"cannot write {target}: {hint}", errno=code, filename=str(target))
+
+
+@contextlib.contextmanager
+def disk_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Inside, the disk's refusals become a :class:`~toolkit.errors.WriteError` naming
+    ``path`` (see :func:`write_error`); other errors pass as they are."""
+    try:
+        yield
+    except OSError as exc:
+        error = write_error(exc, path)
+        if error is None:
+            raise
+        raise error from exc
+
+
+# -- whole files -------------------------------------------------------------------------
 
 
 def fsync_path(path: str | os.PathLike[str]) -> None:
@@ -69,17 +138,19 @@ def _temp_name(path: Path) -> Path:
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp)`` to fill a temporary file beside ``path``, then fsync it and
     rename it over ``path``; on any error the temporary file is removed and ``path`` is
-    left as it was. Returns ``path``."""
+    left as it was. Returns ``path``. The disk's refusals (full, read-only, file too
+    large, no permission) are a :class:`~toolkit.errors.WriteError` naming ``path``."""
     target = Path(path)
-    tmp = _temp_name(target)
-    try:
-        write(tmp)
-        fsync_path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+    with disk_errors(target):
+        tmp = _temp_name(target)
+        try:
+            write(tmp)
+            fsync_path(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            raise
     _fsync_folder(target.parent)
     return target
 
@@ -99,6 +170,24 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
+def _in_the_way(target: Path) -> InvalidRequest | None:
+    """Why ``target`` cannot be replaced by a file (a folder, a device, a pipe is there),
+    or None: a rename over it would fail half-way through a set."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return InvalidRequest(f"cannot write {target}: {exc.strerror or exc}")
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):  # a link is replaced, never followed
+        return None
+    what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+    return InvalidRequest(
+        f"cannot write {target}: it is {what}; move it away or choose another folder "
+        "(nothing was written)"
+    )
+
+
 class FileSet:
     """The members of a set being written by :func:`atomic_files`: ``path(name)`` gives
     the temporary path to write member ``name`` to."""
@@ -106,14 +195,28 @@ class FileSet:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._tmp: dict[str, Path] = {}
+        self._writing: Path | None = None
 
     def path(self, name: str) -> Path:
-        """The temporary path to write member ``name`` (a file name in the folder) to."""
+        """The temporary path to write member ``name`` (a file name in the folder) to.
+        InvalidRequest when a folder (or anything but a file) is where it goes."""
         if not name or Path(name).name != name or name == MANIFEST:
             raise ValueError(f"not a member file name: {name!r}")
+        target = self.directory / name
+        refused = _in_the_way(target)
+        if refused is not None:
+            raise refused
         if name not in self._tmp:
-            self._tmp[name] = _temp_name(self.directory / name)
+            with disk_errors(target):
+                self._tmp[name] = _temp_name(target)
+        self._writing = target
         return self._tmp[name]
+
+    def _failed(self, exc: OSError) -> WriteError | None:
+        """A write error inside the block, said of the member it was writing."""
+        finals = {str(tmp): self.directory / name for name, tmp in self._tmp.items()}
+        meant = finals.get(str(exc.filename)) or self._writing or self.directory
+        return write_error(exc, meant)
 
     def _discard(self) -> None:
         for tmp in self._tmp.values():
@@ -121,13 +224,21 @@ class FileSet:
                 tmp.unlink()
 
     def _commit(self) -> dict[str, Path]:
-        for tmp in self._tmp.values():
-            fsync_path(tmp)
+        for name in (*self._tmp, MANIFEST):
+            # checked again before anything is replaced: a rename that fails after others
+            # would leave half a set
+            refused = _in_the_way(self.directory / name)
+            if refused is not None:
+                raise refused
+        for name, tmp in self._tmp.items():
+            with disk_errors(self.directory / name):
+                fsync_path(tmp)
         manifest = self.directory / MANIFEST
         # the old manifest goes first, durably, before any member is replaced: a set caught
         # between renames (a mix of new and old files) has none, and readers refuse it
         try:
-            manifest.unlink()
+            with disk_errors(manifest):
+                manifest.unlink()
         except FileNotFoundError:
             pass
         else:
@@ -136,7 +247,8 @@ class FileSet:
         sizes: dict[str, int] = {}
         for name, tmp in self._tmp.items():
             target = self.directory / name
-            os.replace(tmp, target)
+            with disk_errors(target):
+                os.replace(tmp, target)
             final[name] = target
             sizes[name] = target.stat().st_size
         # the renames are durable before the manifest that vouches for them
@@ -146,21 +258,37 @@ class FileSet:
 
 
 @contextlib.contextmanager
-def atomic_files(directory: str | os.PathLike[str]) -> Iterator[FileSet]:
+def atomic_files(
+    directory: str | os.PathLike[str], members: Collection[str] = ()
+) -> Iterator[FileSet]:
     """Write a set of files into ``directory`` whole or not at all.
 
     Inside the block, write each member to ``files.path(name)``. If the block raises,
     every temporary file is removed and the folder is left as it was. Otherwise every
     member is fsynced and renamed into place, then ``_manifest.json`` lists the members
-    with their sizes (see :func:`read_manifest`)."""
+    with their sizes (see :func:`read_manifest`).
+
+    ``members``, the names the block will write when they are known, are checked before
+    anything is written: a folder (or anything but a file) where one goes, or where the
+    manifest goes, is an InvalidRequest naming it. The disk's refusals (full, read-only,
+    file too large, no permission) are a :class:`~toolkit.errors.WriteError` naming the
+    member being written."""
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
+    for name in (*members, MANIFEST):
+        refused = _in_the_way(root / name)
+        if refused is not None:
+            raise refused
+    with disk_errors(root):
+        root.mkdir(parents=True, exist_ok=True)
     files = FileSet(root)
     try:
         yield files
-    except BaseException:
+    except BaseException as exc:
         files._discard()
-        raise
+        error = files._failed(exc) if isinstance(exc, OSError) else None
+        if error is None:
+            raise
+        raise error from exc
     try:
         files._commit()
     except BaseException:

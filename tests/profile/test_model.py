@@ -78,7 +78,7 @@ def test_dump_writes_through_a_temporary_and_fsyncs(
     monkeypatch.setattr(os, "fsync", spy_fsync)
     dump_profile(DEFAULT_PROFILE, tmp_path / "out.toml")
     assert calls[0] == "fsync"
-    assert calls[1].startswith("replace .out.toml.tmp-") and calls[1].endswith("-> out.toml")
+    assert calls[1].startswith("replace .out.toml.") and calls[1].endswith(".tmp -> out.toml")
 
 
 def test_replace_by_dotted_name_and_diff() -> None:

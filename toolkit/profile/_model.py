@@ -167,8 +167,10 @@ class ServiceProfile:
             ``path`` is empty or a directory, or a value cannot be written as TOML that
             reads back the same (a number that is not finite, a lone surrogate); nothing
             is written then.
+        WriteError
+            The disk refused the file (full, read-only, no permission), naming it.
         OSError
-            The file cannot be written (its folder missing, no permission).
+            The file cannot be written otherwise (its folder missing).
         """
         from toolkit.profile._toml import dump_profile
 

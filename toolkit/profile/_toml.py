@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolkit._atomic import atomic_write_text
 from toolkit.errors import InvalidRequest
 from toolkit.profile._model import DEFAULT_PROFILE, ServiceProfile, SettingError, located
 
@@ -259,8 +260,10 @@ def dump_profile(
         ``path`` is empty or a directory, a value cannot be written (as for
         :func:`dumps_profile`), or the text would not read back as the same profile;
         nothing is written then.
+    WriteError
+        The disk refused the file (full, read-only, no permission), naming it.
     OSError
-        The file cannot be written (its folder missing, no permission).
+        The file cannot be written otherwise (its folder missing).
     """
     target = Path(path)
     if not str(path).strip() or target.is_dir():
@@ -273,14 +276,4 @@ def dump_profile(
     if again.to_dict() != profile.to_dict():
         changed = ", ".join(k for k, _a, _b in profile.diff(again)) or "name"
         raise InvalidRequest(f"profile for {target} would not read back the same: {changed}")
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return target
+    return atomic_write_text(target, text)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit._atomic import write_error
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import buffer_parts
@@ -434,7 +435,7 @@ class RecordingWriter:
         self._counted = 0
         stamps = [r.received_at_ns for r in lost] + list(raw.stamps)
         reason = f"appending to the write-ahead log failed ({exc.strerror or exc})"
-        named = OSError(exc.errno, reason, str(path))
+        named = write_error(exc, path) or OSError(exc.errno, reason, str(path))
         named.__cause__ = exc
         if self.error is None:
             self.error = named
