@@ -188,6 +188,16 @@ def _in_the_way(target: Path) -> InvalidRequest | None:
     )
 
 
+def refuse_non_files(directory: str | os.PathLike[str], names: Collection[str]) -> None:
+    """InvalidRequest naming the first of ``names`` (and the manifest) in ``directory``
+    that holds a folder or anything else but a file: a set written there would fail at
+    its rename. A caller checks before any work that precedes the writing (a load)."""
+    for name in (*names, MANIFEST):
+        refused = _in_the_way(Path(directory) / name)
+        if refused is not None:
+            raise refused
+
+
 class FileSet:
     """The members of a set being written by :func:`atomic_files`: ``path(name)`` gives
     the temporary path to write member ``name`` to."""
@@ -274,10 +284,7 @@ def atomic_files(
     file too large, no permission) are a :class:`~toolkit.errors.WriteError` naming the
     member being written."""
     root = Path(directory)
-    for name in (*members, MANIFEST):
-        refused = _in_the_way(root / name)
-        if refused is not None:
-            raise refused
+    refuse_non_files(root, members)
     with disk_errors(root):
         root.mkdir(parents=True, exist_ok=True)
     files = FileSet(root)
