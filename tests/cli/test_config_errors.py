@@ -21,7 +21,7 @@ def test_a_refused_profile_is_one_line_naming_the_file_and_line(
     code = main(["load", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
-    assert f"{profile}, line 3 (listing.page_default): listing needs" in err
+    assert f"TOOLKIT_PROFILE: {profile}, line 3 (listing.page_default): listing needs" in err
     assert not (tmp_path / "out").exists()
 
 

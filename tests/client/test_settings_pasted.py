@@ -65,3 +65,14 @@ def test_a_secret_with_whitespace_inside_is_refused_without_showing_it(
 def test_a_key_with_a_space_inside_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequest, match=r"api_key \(TOOLKIT_API_KEY\) holds a space"):
         Settings("http://127.0.0.1:1", api_key="de mo")
+
+
+def test_the_token_auth_built_by_hand_reads_them_the_same_way() -> None:
+    from toolkit.client._auth import TokenAuth
+
+    auth = TokenAuth(" demo\n", "demo-secret\r\n", "http://127.0.0.1:1")
+    assert "demo-secret\r\n" not in vars(auth).values()
+    assert auth._api_key == "demo" and auth._api_secret == "demo-secret"
+    with pytest.raises(InvalidRequest, match="holds a space at character 5 of 11") as exc:
+        TokenAuth("demo", "demo secret", "http://127.0.0.1:1")
+    assert "demo secret" not in str(exc.value)

@@ -81,3 +81,8 @@ def test_the_line_finder_prefers_the_setting_to_its_table() -> None:
         "listing.page_max",
     )
     assert setting_line("[rest]\n", ["listing.page_max"]) is None
+
+
+def test_a_profile_named_by_the_variable_says_so(tmp_path: Path) -> None:
+    with pytest.raises(InvalidRequest, match=r"^TOOLKIT_PROFILE: profile file not found: "):
+        profile_from_env({"TOOLKIT_PROFILE": f"{tmp_path / 'missing.toml'}\n"})

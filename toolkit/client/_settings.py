@@ -175,7 +175,7 @@ class Settings:
             ("api_key", "TOOLKIT_API_KEY"),
             ("api_secret", "TOOLKIT_API_SECRET"),
         ):
-            object.__setattr__(self, name, _credential(getattr(self, name), name, variable))
+            object.__setattr__(self, name, clean_credential(getattr(self, name), name, variable))
         if self.profile_id is not None:
             validate_profile_id(self.profile_id)
         if (
@@ -352,7 +352,7 @@ class Settings:
 _NAMED = {" ": "a space", "\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
 
 
-def _credential(value: object, name: str, variable: str) -> str | None:
+def clean_credential(value: object, name: str, variable: str) -> str | None:
     """An API key or secret without the whitespace around it (a value pasted with its
     newline); one with whitespace or a control or format character inside is refused,
     naming its position and length, never the value."""

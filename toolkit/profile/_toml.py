@@ -123,12 +123,18 @@ def profile_from_env(environ: Mapping[str, str] | None = None) -> ServiceProfile
     Raises
     ------
     InvalidRequest
-        As :func:`load_profile`, for the file the variable names.
+        As :func:`load_profile`, for the file the variable names; the message starts
+        with ``TOOLKIT_PROFILE:``.
     """
     env = os.environ if environ is None else environ
     # a value pasted with its newline ("...toml\n") names the file without it
     path = (env.get("TOOLKIT_PROFILE") or "").strip()
-    return load_profile(path) if path else DEFAULT_PROFILE
+    if not path:
+        return DEFAULT_PROFILE
+    try:
+        return load_profile(path)
+    except InvalidRequest as exc:  # say where the path came from
+        raise InvalidRequest(f"TOOLKIT_PROFILE: {exc.message}") from None
 
 
 _SHORT_ESCAPES = {
