@@ -5,7 +5,8 @@ fsync, rename over the target, fsync the folder. Used by every writer of the too
 A set of files (an export) goes through :func:`atomic_files`: every member is written to
 a temporary name first, so a failure (a full disk) leaves the previous set untouched;
 only then are they renamed into place, and a manifest naming each member with its size is
-written last, so a reader can tell a complete set from an interrupted one. Readers go
+written last, so a reader can tell a complete set from an interrupted one. A commit that
+fails part-way (a rename, the manifest on a full disk) puts the old files back. Readers go
 through :func:`set_problem`: a folder whose manifest is missing (an interrupted commit
 removes it first), does not match, or does not list a file they read is refused.
 
@@ -21,6 +22,7 @@ import errno
 import json
 import os
 import re
+import secrets
 import stat
 import tempfile
 from collections.abc import Callable, Collection, Iterator
@@ -244,27 +246,80 @@ class FileSet:
             with disk_errors(self.directory / name):
                 fsync_path(tmp)
         manifest = self.directory / MANIFEST
-        # the old manifest goes first, durably, before any member is replaced: a set caught
-        # between renames (a mix of new and old files) has none, and readers refuse it
+        # every file replaced is first set aside, to be put back if a later step fails
+        # (a rename, the manifest on a full disk): the old set again, whole
+        kept: dict[Path, Path | None] = {}
         try:
-            with disk_errors(manifest):
-                manifest.unlink()
-        except FileNotFoundError:
-            pass
-        else:
+            # the old manifest goes first, durably, before any member is replaced: a set
+            # caught between renames (a mix of new and old files) has none, and readers
+            # refuse it
+            if _set_aside(manifest, kept, move=True):
+                _fsync_folder(self.directory)
+            final: dict[str, Path] = {}
+            sizes: dict[str, int] = {}
+            for name, tmp in self._tmp.items():
+                target = self.directory / name
+                with disk_errors(target):
+                    _set_aside(target, kept)
+                    os.replace(tmp, target)
+                final[name] = target
+                sizes[name] = target.stat().st_size
+            # the renames are durable before the manifest that vouches for them
             _fsync_folder(self.directory)
-        final: dict[str, Path] = {}
-        sizes: dict[str, int] = {}
-        for name, tmp in self._tmp.items():
-            target = self.directory / name
-            with disk_errors(target):
-                os.replace(tmp, target)
-            final[name] = target
-            sizes[name] = target.stat().st_size
-        # the renames are durable before the manifest that vouches for them
-        _fsync_folder(self.directory)
-        atomic_write_text(manifest, json.dumps({"complete": True, "files": sizes}, indent=1))
+            atomic_write_text(manifest, json.dumps({"complete": True, "files": sizes}, indent=1))
+        except BaseException:
+            _put_back(kept)
+            raise
+        for old in kept.values():
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    old.unlink()
         return final
+
+
+def _set_aside(target: Path, kept: dict[Path, Path | None], *, move: bool = False) -> bool:
+    """Keep the file at ``target`` (if any) under a hidden name beside it, noted in
+    ``kept`` (``None``: there was none; a new file there is removed on failure). A hard
+    link keeps ``target`` in place until its rename replaces it; ``move`` (or a filesystem
+    without hard links) renames it away instead."""
+    old = target.with_name(f".{target.name}.{secrets.token_hex(4)}.old")
+    try:
+        if move:
+            os.rename(target, old)
+        else:
+            try:
+                os.link(target, old, follow_symlinks=False)
+            except FileNotFoundError:
+                raise
+            except OSError:  # no hard links here (FAT, some network shares)
+                os.rename(target, old)
+    except FileNotFoundError:
+        kept[target] = None
+        return False
+    kept[target] = old
+    return True
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samestat(os.lstat(a), os.lstat(b))
+    except OSError:
+        return False
+
+
+def _put_back(kept: dict[Path, Path | None]) -> None:
+    """Undo a commit that failed: the files set aside back in place, in reverse (the old
+    manifest last, once the members it lists are back), the new ones removed."""
+    for target, old in reversed(kept.items()):
+        with contextlib.suppress(OSError):
+            if old is None:
+                target.unlink(missing_ok=True)
+            elif _same_file(old, target):  # never replaced: a rename between two links
+                old.unlink()  # of one file does nothing
+            else:
+                os.replace(old, target)
+    if kept:
+        _fsync_folder(next(iter(kept)).parent)
 
 
 @contextlib.contextmanager

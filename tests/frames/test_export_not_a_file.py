@@ -88,3 +88,39 @@ def test_a_folder_that_appears_while_the_set_is_written_leaves_the_old_set_whole
     after = _snapshot(tmp_path)
     # every other file is the old one, the manifest included: nothing was renamed
     assert after == {**before, f"trades.{fmt}": None}
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize("fails", ["third rename", "manifest"])
+def test_a_commit_failing_part_way_puts_the_old_set_back(
+    tmp_path: Path, fmt: str, fails: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from toolkit import _atomic
+
+    getattr(_frames(2), f"to_{fmt}")(tmp_path)
+    before = _snapshot(tmp_path)
+    real_replace, real_write = os.replace, _atomic.atomic_write_text
+    renames = [0]
+
+    def replace(src: Any, dst: Any) -> None:
+        renames[0] += 1
+        if fails == "third rename" and renames[0] == 3:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst)
+
+    def write_manifest(path: Any, text: str) -> Path:
+        if fails == "manifest":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(path, text)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(_atomic, "atomic_write_text", write_manifest)
+    with pytest.raises(OSError):
+        getattr(_frames(5), f"to_{fmt}")(tmp_path)
+    monkeypatch.undo()
+    assert _snapshot(tmp_path) == before  # the old set, byte for byte, nothing beside it
+    assert read_manifest(tmp_path) is not None
+    if fmt == "parquet":
+        assert len(OrderFrames.read_parquet(tmp_path).orders) == 2
