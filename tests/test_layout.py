@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolkit"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_lazy": set(),
-    "_atomic": set(),
+    "_atomic": {"errors"},  # WriteError, InvalidRequest
     "protocol": {"errors"},
     "profile": {"errors", "protocol"},
     "frames": {"errors", "protocol", "profile", "_lazy"},

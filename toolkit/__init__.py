@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Conflict": "toolkit.errors",
     "RateLimited": "toolkit.errors",
     "ServiceUnavailable": "toolkit.errors",
+    "WriteError": "toolkit.errors",
 }
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "TickersEvent",
     "ToolkitError",
     "TransportError",
+    "WriteError",
     "__version__",
     "build_frames",
     "diagnose",
@@ -115,6 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover
         ServiceUnavailable,
         ToolkitError,
         TransportError,
+        WriteError,
     )
     from toolkit.frames import OrderFrames, build_frames
     from toolkit.profile import ServiceProfile

@@ -6,6 +6,8 @@ the loaders and the CLI. Low-level httpx errors are chained (``raise ... from ex
     ToolkitError
     ├── InvalidRequest            refused before anything was sent (also a ValueError)
     ├── PaginationLoop            the listing restarted or never ended (spec 4.2 rule 5)
+    ├── WriteError                a file could not be written: disk full, read-only, too
+    │                             large, no permission (also an OSError, with its errno)
     ├── TransportError            the network failed (connect, read, timeout), after retries
     └── ServiceError              the service answered with a status we cannot accept
         ├── InvalidResponse       2xx whose body is not what the contract says
@@ -200,6 +202,19 @@ class PaginationLoop(ToolkitError):
     budget: continuing could never end (spec 4.2 rule 5)."""
 
 
+class WriteError(ToolkitError, OSError):
+    """A file could not be written because of where it goes: the disk is full, the
+    filesystem read-only, the file too large for it (EFBIG), no permission. The message
+    names the file and what to do; as an ``OSError`` it keeps ``errno`` and ``filename``
+    (the file meant, never a temporary name), and chains the low-level error."""
+
+    def __init__(self, message: str, *, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = self.message
+        self.filename = filename
+
+
 class TransportError(ToolkitError):
     """The network failed (connection refused or reset, timeout) after every retry."""
 
@@ -261,6 +276,7 @@ __all__ = [
     "ServiceUnavailable",
     "ToolkitError",
     "TransportError",
+    "WriteError",
     "hide_secrets",
     "redact_url",
     "scrub",

@@ -16,7 +16,7 @@ import pytest
 
 from toolkit import _atomic
 from toolkit._atomic import MANIFEST, read_manifest
-from toolkit.errors import InvalidRequest
+from toolkit.errors import InvalidRequest, WriteError
 from toolkit.frames._frames import OrderFrames, build_frames
 from toolkit.frames._schema import FRAME_NAMES
 
@@ -64,7 +64,8 @@ def test_a_full_disk_mid_export_leaves_the_previous_set_whole(
         real(*args, **kwargs)
 
     monkeypatch.setattr(writer, name, failing)
-    with pytest.raises(OSError, match="No space left"):
+    third = tmp_path / f"{FRAME_NAMES[2]}.{fmt}"
+    with pytest.raises(WriteError, match=f"cannot write {third}: the disk is full"):
         getattr(_frames(7), f"to_{fmt}")(tmp_path)
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after == before  # the old set, byte for byte; no temporary file left

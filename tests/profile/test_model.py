@@ -78,7 +78,7 @@ def test_dump_writes_through_a_temporary_and_fsyncs(
     monkeypatch.setattr(os, "fsync", spy_fsync)
     dump_profile(DEFAULT_PROFILE, tmp_path / "out.toml")
     assert calls[0] == "fsync"
-    assert calls[1].startswith("replace .out.toml.tmp-") and calls[1].endswith("-> out.toml")
+    assert calls[1].startswith("replace .out.toml.") and calls[1].endswith(".tmp -> out.toml")
 
 
 def test_replace_by_dotted_name_and_diff() -> None:
@@ -129,7 +129,9 @@ def test_bad_files_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="not valid TOML"):
         load_profile(bad)
     bad.write_text("[rest]\nfetch_order_parm = 'id'\n")
-    with pytest.raises(InvalidRequest, match=r"bad\.toml: unknown setting.*fetch_order_parm"):
+    with pytest.raises(
+        InvalidRequest, match=r"bad\.toml, line 2 \(rest\.fetch_order_parm\): unknown setting"
+    ):
         load_profile(bad)
     with pytest.raises(InvalidRequest, match="not found"):
         load_profile(tmp_path / "missing.toml")

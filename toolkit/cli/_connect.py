@@ -142,7 +142,8 @@ def _check_writable_folder(folder: Path, flag: str, target: Path) -> None:
 def read_env_file(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` lines (``#`` comments, optional ``export``, optional quotes)."""
     try:
-        content = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Notepad's "UTF-8") is not part of the first name
+        content = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         # the file holds secrets: name the place, never the bytes (nor chain them)
         raise InvalidRequest(

@@ -57,10 +57,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    from toolkit._atomic import refuse_non_files
     from toolkit.client._loaders import MissingOrdersWarning
+    from toolkit.frames._schema import FRAME_NAMES
 
     # a bad --out is refused before the load (possibly many requests), not after it
     check_output_dir(args.out, "--out")
+    try:
+        refuse_non_files(args.out, [f"{name}.{args.format}" for name in FRAME_NAMES])
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"--out {exc}") from None
     options: dict[str, object] = {}
     if args.profile_id:
         options["profile_id"] = args.profile_id

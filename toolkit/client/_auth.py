@@ -17,7 +17,7 @@ from typing import Any, Literal
 import httpx
 
 from toolkit.client._body import keep_body, read_capped, read_capped_sync
-from toolkit.client._settings import Settings, mask_key
+from toolkit.client._settings import Settings, clean_credential, mask_key
 from toolkit.client._signin import SIGNIN_ATTEMPTS, TRANSIENT_SIGNIN_STATUSES, signin_failure
 from toolkit.errors import (
     AuthenticationError,
@@ -107,6 +107,9 @@ class TokenAuth(httpx.Auth):
         sync_sleep: Callable[[float], None] = time.sleep,
         max_response_bytes: int = Settings.max_response_bytes,
     ) -> None:
+        # as Settings does: a newline pasted around them dropped, one inside refused
+        api_key = clean_credential(api_key, "api_key", "TOOLKIT_API_KEY") or ""
+        api_secret = clean_credential(api_secret, "api_secret", "TOOLKIT_API_SECRET") or ""
         if not api_key or not api_secret:
             raise InvalidRequest("api_key and api_secret are both required to sign in")
         if (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -170,6 +171,11 @@ class Settings:
                 f"profile must be a ServiceProfile (e.g. load_profile(path)), not "
                 f"{type(self.profile).__name__}"
             )
+        for name, variable in (
+            ("api_key", "TOOLKIT_API_KEY"),
+            ("api_secret", "TOOLKIT_API_SECRET"),
+        ):
+            object.__setattr__(self, name, clean_credential(getattr(self, name), name, variable))
         if self.profile_id is not None:
             validate_profile_id(self.profile_id)
         if (
@@ -267,6 +273,9 @@ class Settings:
         http://127.0.0.1:8765), ``sandbox`` or ``production``. We know no built-in address
         of the service's environments, so those two require TOOLKIT_BASE_URL; with neither
         TOOLKIT_ENV nor TOOLKIT_BASE_URL set, InvalidRequest names the variables to set.
+        Whitespace around a value (a newline pasted with it) is not part of it; an API key
+        or secret with whitespace or a control character inside is refused, naming the
+        position, never the value.
 
         Parameters
         ----------
@@ -286,8 +295,10 @@ class Settings:
             TOOLKIT_BASE_URL or TOOLKIT_WS_URL, an unknown setting or old assumption
             keyword, a profile file that cannot be read, or a value the class refuses.
         """
-        env = os.environ if environ is None else environ
         reject_moved_settings(overrides)
+        # a value pasted with its newline or a space: whitespace around is never meant
+        source = os.environ if environ is None else environ
+        env = {k: v.strip() for k, v in source.items() if k.startswith("TOOLKIT_")}
         chosen_env = overrides.pop("environment", None) or env.get("TOOLKIT_ENV")
         raw_env = chosen_env or "local"
         try:
@@ -336,6 +347,29 @@ class Settings:
             profile=profile,
             **overrides,
         )
+
+
+_NAMED = {" ": "a space", "\t": "a tab", "\n": "a line break", "\r": "a carriage return"}
+
+
+def clean_credential(value: object, name: str, variable: str) -> str | None:
+    """An API key or secret without the whitespace around it (a value pasted with its
+    newline); one with whitespace or a control or format character inside is refused,
+    naming its position and length, never the value."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{name} must be a string, not {type(value).__name__}")
+    text = value.strip()
+    for position, char in enumerate(text, 1):
+        category = unicodedata.category(char)
+        if char.isspace() or category in ("Cc", "Cf"):
+            what = _NAMED.get(char, f"U+{ord(char):04X}")
+            raise InvalidRequest(
+                f"{name} ({variable}) holds {what} at character {position} of {len(text)}: "
+                "no key or secret has one; copy it again, on one line"
+            )
+    return text or None
 
 
 def _number(value: object) -> bool:

@@ -280,7 +280,7 @@ class OrderFrames:
         previous manifest is removed before the first rename, so an export interrupted
         there leaves a folder :meth:`read_parquet` refuses, never a mix read as one set."""
         root = _export_dir(directory)
-        with atomic_files(root) as files:
+        with atomic_files(root, [f"{name}.parquet" for name in FRAME_NAMES]) as files:
             for name, df in self.frames().items():
                 table = _to_arrow(df)
                 if name == "orders":
@@ -330,7 +330,7 @@ class OrderFrames:
         if not isinstance(excel, bool):
             raise InvalidRequest(f"excel must be True or False, not {excel!r}")
         root = _export_dir(directory)
-        with atomic_files(root) as files:
+        with atomic_files(root, [f"{name}.csv" for name in FRAME_NAMES]) as files:
             for name, df in self.frames().items():
                 table = _csv_table(_to_arrow(df), excel=excel)
                 with open(files.path(f"{name}.csv"), "wb") as out:

@@ -1,7 +1,8 @@
 """The service profile: every choice the spec leaves unshown (sign-in, identity, routes,
 list items, payload shapes, texts, codes, limits) as data both the client and simulator take.
 
-May import ``toolkit.errors`` and ``toolkit.protocol`` only; standard library otherwise."""
+May import ``toolkit.errors``, ``toolkit.protocol`` and ``toolkit._atomic`` (the file it
+writes) only; standard library otherwise."""
 
 from __future__ import annotations
 

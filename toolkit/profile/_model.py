@@ -18,6 +18,25 @@ _LIMIT = ("OPEN", "TRIGGERED", "PROCESSING", "CANCELLING", "EXECUTED", "CLOSED")
 _LIMIT_ALL = (*_LIMIT, "EXPIRED", "CANCELLED", "REJECTED")
 
 
+class SettingError(InvalidRequest):
+    """An :class:`InvalidRequest` about a profile's settings: ``settings`` names them
+    (dotted, or a section's name) so that a loader can point at their line in its file;
+    ``bare`` is the message without the file."""
+
+    def __init__(self, message: str, *settings: str, bare: str | None = None) -> None:
+        super().__init__(message)
+        self.settings = settings
+        self.bare = message if bare is None else bare
+
+
+def located(exc: SettingError, source: str, at: tuple[int, str] | None = None) -> SettingError:
+    """``exc`` said of ``source`` (a file name), at ``at`` (line number, setting) in it
+    when known."""
+    bare = exc.bare.removeprefix("profile ")
+    where = source if at is None else f"{source}, line {at[0]} ({at[1]})"
+    return SettingError(f"{where}: {bare}", *exc.settings, bare=exc.bare)
+
+
 SECTIONS: dict[str, type] = {
     "signin": Signin,
     "rest": Rest,
@@ -148,8 +167,10 @@ class ServiceProfile:
             ``path`` is empty or a directory, or a value cannot be written as TOML that
             reads back the same (a number that is not finite, a lone surrogate); nothing
             is written then.
+        WriteError
+            The disk refused the file (full, read-only, no permission), naming it.
         OSError
-            The file cannot be written (its folder missing, no permission).
+            The file cannot be written otherwise (its folder missing).
         """
         from toolkit.profile._toml import dump_profile
 
@@ -187,22 +208,10 @@ class ServiceProfile:
             wrong type, a ``name`` that is not a string, or a profile the checks refuse
             (see the class).
         """
-        unknown = sorted(set(data) - {"name", *SECTIONS})
-        if unknown:
-            raise InvalidRequest(
-                f"{source}: unknown section(s) {', '.join(unknown)}; "
-                f"known: name, {', '.join(SECTIONS)}"
-            )
-        parts: dict[str, Any] = {}
-        for section, klass in SECTIONS.items():
-            table = data.get(section, {})
-            if not isinstance(table, Mapping):
-                raise InvalidRequest(f"{source}: [{section}] must be a table")
-            parts[section] = _build_section(klass, section, table, source)
-        name = data.get("name", "default")
-        if not isinstance(name, str):
-            raise InvalidRequest(f"{source}: name must be a string")
-        return cls(name=name, **parts)
+        try:
+            return cls(**_parts(data))
+        except SettingError as exc:
+            raise located(exc, source) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Nested plain values (tuples as lists), the inverse of ``from_dict``."""
@@ -297,25 +306,46 @@ class ServiceProfile:
         return [(k, v, theirs[k]) for k, v in self.settings() if theirs[k] != v]
 
 
-def _build_section(klass: type, section: str, table: Mapping[str, Any], source: str) -> Any:
+def _parts(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords of ``ServiceProfile`` for nested tables; SettingError (no file named)
+    for an unknown or badly typed setting."""
+    unknown = sorted(set(data) - {"name", *SECTIONS})
+    if unknown:
+        raise SettingError(
+            f"unknown section(s) {', '.join(unknown)}; known: name, {', '.join(SECTIONS)}",
+            *unknown,
+        )
+    parts: dict[str, Any] = {}
+    for section, klass in SECTIONS.items():
+        table = data.get(section, {})
+        if not isinstance(table, Mapping):
+            raise SettingError(f"[{section}] must be a table", section)
+        parts[section] = _build_section(klass, section, table)
+    name = data.get("name", "default")
+    if not isinstance(name, str):
+        raise SettingError("name must be a string", "name")
+    return {"name": name, **parts}
+
+
+def _build_section(klass: type, section: str, table: Mapping[str, Any]) -> Any:
     fields = {f.name: f for f in dataclasses.fields(klass)}
     unknown = sorted(set(table) - set(fields))
     if unknown:
-        raise InvalidRequest(
-            f"{source}: unknown setting(s) in [{section}]: {', '.join(unknown)}; "
-            f"known: {', '.join(fields)}"
+        raise SettingError(
+            f"unknown setting(s) in [{section}]: {', '.join(unknown)}; known: {', '.join(fields)}",
+            *(f"{section}.{name}" for name in unknown),
         )
     defaults = klass()
     values: dict[str, Any] = {}
     for name, value in table.items():
         default = getattr(defaults, name)
-        values[name] = _coerce(value, default, f"{section}.{name}", source)
+        values[name] = _coerce(value, default, f"{section}.{name}")
     return klass(**values)
 
 
-def _coerce(value: Any, default: Any, dotted: str, source: str) -> Any:
-    def bad(kind: str) -> InvalidRequest:
-        return InvalidRequest(f"{source}: {dotted} must be {kind}, not {value!r}")
+def _coerce(value: Any, default: Any, dotted: str) -> Any:
+    def bad(kind: str) -> SettingError:
+        return SettingError(f"{dotted} must be {kind}, not {value!r}", dotted)
 
     if isinstance(default, bool):
         if not isinstance(value, bool):
@@ -361,20 +391,26 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 def _check(p: ServiceProfile) -> None:
     for dotted, choices in _CHOICES.items():
         if p.get(dotted) not in choices:
-            raise InvalidRequest(
-                f"profile {dotted} must be one of {', '.join(choices)}, not {p.get(dotted)!r}"
+            raise SettingError(
+                f"profile {dotted} must be one of {', '.join(choices)}, not {p.get(dotted)!r}",
+                dotted,
             )
     lst = p.listing
     if not 1 <= lst.page_min <= lst.page_default <= lst.page_max:
-        raise InvalidRequest(
+        raise SettingError(
             "profile listing needs 1 <= page_min <= page_default <= page_max, not "
-            f"{lst.page_min}, {lst.page_default}, {lst.page_max}"
+            f"{lst.page_min}, {lst.page_default}, {lst.page_max}",
+            "listing.page_min",
+            "listing.page_default",
+            "listing.page_max",
         )
     statuses = set(lst.active_statuses) | set(lst.finalized_statuses)
     if not statuses <= set(_LIMIT_ALL):
-        raise InvalidRequest(
+        raise SettingError(
             f"profile listing statuses must be among {', '.join(_LIMIT_ALL)}: "
-            f"{sorted(statuses - set(_LIMIT_ALL))}"
+            f"{sorted(statuses - set(_LIMIT_ALL))}",
+            "listing.active_statuses",
+            "listing.finalized_statuses",
         )
     for dotted, value in p.settings():
         if dotted.endswith("path") and isinstance(value, str):
@@ -382,17 +418,22 @@ def _check(p: ServiceProfile) -> None:
     _check_cancel_path(p.rest.cancel_path)
     for dotted in ("stream.subscribed_text", "stream.unsubscribed_text"):
         if "{channel}" not in p.get(dotted) or "{symbol}" not in p.get(dotted):
-            raise InvalidRequest(f"profile {dotted} must contain {{channel}} and {{symbol}}")
+            raise SettingError(f"profile {dotted} must contain {{channel}} and {{symbol}}", dotted)
     for dotted in ("stream.subscribed_text_no_symbol", "stream.unsubscribed_text_no_symbol"):
         if "{channel}" not in p.get(dotted):
-            raise InvalidRequest(f"profile {dotted} must contain {{channel}}")
+            raise SettingError(f"profile {dotted} must contain {{channel}}", dotted)
     s = p.stream
     if s.keepalive_action and not 0 < s.keepalive_interval_s < s.idle_limit_s:
-        raise InvalidRequest(
-            "profile stream.keepalive_interval_s must be > 0 and below stream.idle_limit_s"
+        raise SettingError(
+            "profile stream.keepalive_interval_s must be > 0 and below stream.idle_limit_s",
+            "stream.keepalive_interval_s",
+            "stream.idle_limit_s",
         )
     if not p.signin.bad_credentials_statuses:
-        raise InvalidRequest("profile signin.bad_credentials_statuses must not be empty")
+        raise SettingError(
+            "profile signin.bad_credentials_statuses must not be empty",
+            "signin.bad_credentials_statuses",
+        )
     for dotted in (
         "signin.token_field",
         "signin.expiry_field",
@@ -400,16 +441,17 @@ def _check(p: ServiceProfile) -> None:
         "listing.id_field",
     ):
         if not p.get(dotted):
-            raise InvalidRequest(f"profile {dotted} must not be empty")
+            raise SettingError(f"profile {dotted} must not be empty", dotted)
 
 
 def _check_path(dotted: str, path: str) -> None:
     """A route setting is joined to ``base_url`` as is: it must be an absolute path."""
     if not path.startswith("/"):
-        raise InvalidRequest(f"profile {dotted} must start with '/', not {path!r}")
+        raise SettingError(f"profile {dotted} must start with '/', not {path!r}", dotted)
     if "?" in path or "#" in path:
-        raise InvalidRequest(
-            f"profile {dotted} must be a path without a query or fragment ('?', '#'): {path!r}"
+        raise SettingError(
+            f"profile {dotted} must be a path without a query or fragment ('?', '#'): {path!r}",
+            dotted,
         )
 
 
@@ -420,12 +462,12 @@ def _check_cancel_path(path: str) -> None:
     try:
         fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(path)]
     except ValueError as exc:
-        raise InvalidRequest(
-            f"{bad} ({exc}; write a literal brace as {{{{ or }}}}): {path!r}"
+        raise SettingError(
+            f"{bad} ({exc}; write a literal brace as {{{{ or }}}}): {path!r}", "rest.cancel_path"
         ) from None
     named = [(f, conv, spec) for f, conv, spec in fields if f is not None]
     if not named or any(f != "order_id" or conv or spec for f, conv, spec in named):
-        raise InvalidRequest(f"{bad}: {path!r}")
+        raise SettingError(f"{bad}: {path!r}", "rest.cancel_path")
 
 
 DEFAULT_PROFILE = ServiceProfile()

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolkit._atomic import atomic_write_text
 from toolkit.errors import InvalidRequest
-from toolkit.profile._model import DEFAULT_PROFILE, ServiceProfile
+from toolkit.profile._model import DEFAULT_PROFILE, ServiceProfile, SettingError, located
 
 
 def load_profile(path: str | os.PathLike[str]) -> ServiceProfile:
@@ -34,14 +36,74 @@ def load_profile(path: str | os.PathLike[str]) -> ServiceProfile:
     """
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        # utf-8-sig: Notepad's "UTF-8" starts the file with a byte-order mark
+        text = p.read_text(encoding="utf-8-sig")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise InvalidRequest(f"profile file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"cannot read profile {p}: {exc}") from None
+    except IsADirectoryError:
+        raise InvalidRequest(f"profile {p} is a folder, not a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"profile {p}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read profile {p}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidRequest(f"profile {p} is not valid TOML: {exc}") from None
-    return ServiceProfile.from_dict(data, source=str(p))
+    try:
+        return ServiceProfile.from_dict(data, source=str(p))
+    except SettingError as exc:
+        raise located(exc, str(p), setting_line(text, exc.settings)) from None
+
+
+def _key(text: str) -> str:
+    """A TOML key as dotted text: quotes dropped, spaces around the dots removed."""
+    parts = re.split(r"\s*\.\s*", text.strip())
+    return ".".join(part.strip().strip("\"'") for part in parts)
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?")
+_ASSIGN = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
+
+
+def setting_line(text: str, settings: Sequence[str]) -> tuple[int, str] | None:
+    """Where the first of ``settings`` (dotted names, or a section) the TOML ``text``
+    sets: (line number, setting); failing that, the line of a table that holds one (an
+    inline table, a section), with the table's name. None when the text sets none of them (a check
+    that refused a default against a value the file sets elsewhere names that one)."""
+    found: dict[str, int] = {}
+    table = ""
+    quote: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if quote is not None:  # inside a multi-line string
+            if line.count(quote) % 2:
+                quote = None
+            continue
+        header = _HEADER.match(line)
+        if header:
+            table = _key(header.group(1))
+            found.setdefault(table, number)
+            continue
+        assign = _ASSIGN.match(line)
+        if assign:
+            key = _key(assign.group(1))
+            found.setdefault(f"{table}.{key}" if table else key, number)
+            rest = line[assign.end() :]
+            for mark in ('"""', "'''"):
+                if rest.count(mark) % 2:
+                    quote = mark
+    for setting in settings:
+        if setting in found:
+            return found[setting], setting
+    for setting in settings:
+        # else the table that holds it (an inline table, a section)
+        table = setting.rpartition(".")[0]
+        while table:
+            if table in found:
+                return found[table], table
+            table = table.rpartition(".")[0]
+    return None
 
 
 def profile_from_env(environ: Mapping[str, str] | None = None) -> ServiceProfile:
@@ -55,16 +117,24 @@ def profile_from_env(environ: Mapping[str, str] | None = None) -> ServiceProfile
     Returns
     -------
     ServiceProfile
-        ``DEFAULT_PROFILE`` when ``TOOLKIT_PROFILE`` is unset or empty.
+        ``DEFAULT_PROFILE`` when ``TOOLKIT_PROFILE`` is unset or empty; whitespace around
+        the path is not part of it.
 
     Raises
     ------
     InvalidRequest
-        As :func:`load_profile`, for the file the variable names.
+        As :func:`load_profile`, for the file the variable names; the message starts
+        with ``TOOLKIT_PROFILE:``.
     """
     env = os.environ if environ is None else environ
-    path = env.get("TOOLKIT_PROFILE")
-    return load_profile(path) if path else DEFAULT_PROFILE
+    # a value pasted with its newline ("...toml\n") names the file without it
+    path = (env.get("TOOLKIT_PROFILE") or "").strip()
+    if not path:
+        return DEFAULT_PROFILE
+    try:
+        return load_profile(path)
+    except InvalidRequest as exc:  # say where the path came from
+        raise InvalidRequest(f"TOOLKIT_PROFILE: {exc.message}") from None
 
 
 _SHORT_ESCAPES = {
@@ -196,8 +266,10 @@ def dump_profile(
         ``path`` is empty or a directory, a value cannot be written (as for
         :func:`dumps_profile`), or the text would not read back as the same profile;
         nothing is written then.
+    WriteError
+        The disk refused the file (full, read-only, no permission), naming it.
     OSError
-        The file cannot be written (its folder missing, no permission).
+        The file cannot be written otherwise (its folder missing).
     """
     target = Path(path)
     if not str(path).strip() or target.is_dir():
@@ -210,14 +282,4 @@ def dump_profile(
     if again.to_dict() != profile.to_dict():
         changed = ", ".join(k for k, _a, _b in profile.diff(again)) or "name"
         raise InvalidRequest(f"profile for {target} would not read back the same: {changed}")
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return target
+    return atomic_write_text(target, text)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolkit._atomic import disk_errors
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows
@@ -130,30 +131,34 @@ class _PartFiles:
                 directory = partition_dir(
                     self.root, channel, _date_of(day * NS_PER_DAY, self._dates)
                 )
-                directory.mkdir(parents=True, exist_ok=True)
+                final = directory / f"part-{self.name}.parquet"
                 tmp = directory / f".part-{self.name}.parquet.tmp"
-                try:
-                    writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
-                except BaseException:  # it may have made the file before failing
-                    with contextlib.suppress(FileNotFoundError):
-                        tmp.unlink()
-                    raise
-                entry = self._open[key] = (writer, tmp, directory / f"part-{self.name}.parquet")
+                with disk_errors(final):
+                    directory.mkdir(parents=True, exist_ok=True)
+                    try:
+                        writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
+                    except BaseException:  # it may have made the file before failing
+                        with contextlib.suppress(FileNotFoundError):
+                            tmp.unlink()
+                        raise
+                entry = self._open[key] = (writer, tmp, final)
             writer = entry[0]
-            for part in bucket:
-                if isinstance(part, pa.Table):
-                    if part.schema.metadata != schema.metadata:
-                        part = part.replace_schema_metadata(schema.metadata)
-                    writer.write_table(part)
-                elif part:
-                    writer.write_table(_table(part, schema))
+            with disk_errors(entry[2]):
+                for part in bucket:
+                    if isinstance(part, pa.Table):
+                        if part.schema.metadata != schema.metadata:
+                            part = part.replace_schema_metadata(schema.metadata)
+                        writer.write_table(part)
+                    elif part:
+                        writer.write_table(_table(part, schema))
 
     def commit(self) -> list[Path]:
         files = []
         for writer, tmp, final in self._open.values():
-            writer.close()
-            _fsync_path(tmp)
-            os.replace(tmp, final)
+            with disk_errors(final):
+                writer.close()
+                _fsync_path(tmp)
+                os.replace(tmp, final)
             _fsync_path(final.parent)
             files.append(final)
         self._open.clear()

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolkit._atomic import disk_errors
 from toolkit.recording._misses import Misses, escape_surrogates, valid_text
 from toolkit.recording._rows import NS_PER_DAY, partition_dir, recording_schema
 from toolkit.recording._wal import Row
@@ -68,23 +69,24 @@ def _write_file(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
-            for part in parts:
-                if isinstance(part, pa.Table):
-                    if part.schema.metadata != schema.metadata:
-                        part = part.replace_schema_metadata(schema.metadata)
-                    writer.write_table(part, row_group_size=_ROW_GROUP)
-                    continue
-                for i in range(0, len(part), _ROW_GROUP):
-                    writer.write_table(_table(part[i : i + _ROW_GROUP], schema))
-        _fsync_path(tmp)
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+    with disk_errors(final):
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
+                for part in parts:
+                    if isinstance(part, pa.Table):
+                        if part.schema.metadata != schema.metadata:
+                            part = part.replace_schema_metadata(schema.metadata)
+                        writer.write_table(part, row_group_size=_ROW_GROUP)
+                        continue
+                    for i in range(0, len(part), _ROW_GROUP):
+                        writer.write_table(_table(part[i : i + _ROW_GROUP], schema))
+            _fsync_path(tmp)
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            raise
     _fsync_path(final.parent)
     return final
 

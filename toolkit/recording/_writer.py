@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from toolkit._atomic import write_error
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import buffer_parts
@@ -440,7 +441,7 @@ class RecordingWriter:
         self._counted = 0
         stamps = [r.received_at_ns for r in lost] + list(raw.stamps)
         reason = f"appending to the write-ahead log failed ({exc.strerror or exc})"
-        named = OSError(exc.errno, reason, str(path))
+        named = write_error(exc, path) or OSError(exc.errno, reason, str(path))
         named.__cause__ = exc
         if self.error is None:
             self.error = named
