@@ -429,10 +429,9 @@ class RecordingWriter:
         return count
 
     def _write_failed(self, exc: OSError, path: Path) -> OSError:
-        """The chunk could not be appended: its data messages are dropped (counted, and a
+        """The chunk could not be appended: its data messages are dropped (counted; a
         ``dropped`` row names the error once writing works again), its session rows kept
-        for the next append, and the first such error kept in ``error``. Returns the
-        error to raise, naming the segment."""
+        for the next append, the first such error kept in ``error`` and returned."""
         rows, raw = self._pending, self._raw
         lost = [r for r in rows if r.channel != SESSION_CHANNEL]
         self._pending = [r for r in rows if r.channel == SESSION_CHANNEL]
