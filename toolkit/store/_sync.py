@@ -21,7 +21,7 @@ from toolkit.client._identity import account_of
 from toolkit.client._items import ListItems
 from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
 from toolkit.client._pagination import check_page_rule
-from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive
+from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive, TransportError
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.protocol import ALL_LIMIT_STATUSES, validate_order_ids
 from toolkit.store._checks import moment, read_body, status_field, text_field
@@ -147,6 +147,8 @@ class _Writer:
         self.buffered = 0
         self.months: set[str] = set()
         self.files_written = 0
+        #: orders written so far (before the flush in progress)
+        self.written = 0
         self._lock = asyncio.Lock()
 
     def row(self, oid: str, body: bytes, source: str, synced_ms: int) -> tuple[str, dict[str, Any]]:
@@ -177,9 +179,11 @@ class _Writer:
 
     async def flush(self) -> None:
         async with self._lock:
-            pending, self.buffer, self.buffered = self.buffer, {}, 0
+            pending, self.buffer, count = self.buffer, {}, self.buffered
+            self.buffered = 0
             if pending:
                 await asyncio.to_thread(self._write, pending)
+                self.written += count
 
     def _write(self, pending: Mapping[str, list[dict[str, Any]]]) -> None:
         for month, rows in sorted(pending.items()):
@@ -195,6 +199,26 @@ class _Writer:
                 self.files.replace_in_part(Path(path), _table(part_rows))
                 self.files_written += 1
             self.months.add(month)
+
+
+async def _keep(writer: _Writer) -> int:
+    """Write what ``writer`` holds after a failure or an interrupt; returns how many
+    orders this sync wrote in all. The write runs to its end even when the task is
+    cancelled again meanwhile (it is one chunk at most; files appear whole or not at all:
+    ``toolkit._atomic``)."""
+    flush = asyncio.ensure_future(writer.flush())
+    while not flush.done():
+        try:
+            await asyncio.shield(flush)
+        except asyncio.CancelledError:
+            continue  # the bodies are written first; the interrupt is raised after
+        except Exception:
+            break
+    if not flush.cancelled() and flush.exception() is not None:
+        logger.warning(
+            "could not keep the orders fetched before the failure: %s", flush.exception()
+        )
+    return writer.written
 
 
 def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
@@ -523,13 +547,16 @@ async def run_sync(
     with gated(client.rest, limiter) as gate:
         try:
             await pump(jobs(), work, workers=workers)
-        except Exception:
-            # the bodies fetched before the failure are whole and checked: keep them, so
-            # the next sync does not fetch them again (the state, written last, is not)
-            try:
-                await writer.flush()
-            except Exception as exc:
-                logger.warning("could not keep the orders fetched before the failure: %s", exc)
+        except (Exception, asyncio.CancelledError) as exc:
+            # the bodies fetched before the failure or the interrupt are whole and checked:
+            # keep them, so the next sync does not fetch them again (the state, written
+            # last, is not: the next sync re-reads that part of the listing)
+            kept = await _keep(writer)
+            what = f"{kept} order(s) fetched before it kept in the store"
+            if isinstance(exc, TransportError):
+                exc.prefix(f"store sync stopped ({what}; run it again to go on)")
+            elif isinstance(exc, asyncio.CancelledError):
+                exc.add_note(f"the sync was interrupted ({what})")
             raise
     await writer.flush()
     for month in sorted(writer.months):
