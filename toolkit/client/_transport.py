@@ -99,10 +99,7 @@ BATCH_NOT_FOUND_MESSAGE = (
 
 class DeadlineExceeded(httpx.TimeoutException):
     """The whole answer did not arrive within ``settings.timeout`` (a network failure for
-    the retry policy: retried on idempotent requests). ``answered``: its status line had
-    come (a service that answers slowly, not one that is gone)."""
-
-    answered = False
+    the retry policy: retried on idempotent requests)."""
 
 
 def _network_message(exc: Exception, attempts: int, timeout: float) -> str:
@@ -162,12 +159,9 @@ class AsyncRest:
     pool cannot cross loops (a sync twin runs on a private loop thread, a notebook on
     the kernel's). At most ``settings.concurrency`` requests are in flight per pool;
     a request waiting for a retry does not hold a slot. ``sleep``, ``rng`` and ``clock``
-    (monotonic seconds, the breaker's) are injectable so retry tests need no real waiting.
-    Every attempt's outcome feeds :attr:`breaker`: once the service has answered nothing
-    for ``settings.breaker_after_s`` (twice the timeout by default), every request stops
-    with one TransportError saying the service is not answering. The retry rules are
-    :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the total
-    one request may wait on 429s that carry a Retry-After (default: the settings').
+    (the :attr:`breaker`'s) are injectable so retry tests need no real waiting. The retry
+    rules are :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the
+    total one request may wait on 429s that carry a Retry-After (default: the settings').
     """
 
     def __init__(
@@ -204,10 +198,7 @@ class AsyncRest:
         # hook (issue 14, toolkit.client._concurrency): an adaptive limiter that holds each
         # send of request() back and observes its answer; None = the fixed semaphore only
         self.gate: Any = None
-        #: one breaker for every request of the client (every loop's pool): a service
-        #: that stopped answering stops them all (toolkit.client._breaker)
-        after = settings.breaker_after_s
-        self.breaker = Breaker(2 * settings.timeout if after is None else after, clock=clock)
+        self.breaker = Breaker.of(settings, clock=clock)
 
     async def _pool(self) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -225,6 +216,7 @@ class AsyncRest:
                 event_hooks={
                     **self._event_hooks,
                     "request": [self._count_sent, *self._event_hooks.get("request", [])],
+                    "response": [self._answered, *self._event_hooks.get("response", [])],
                 },
                 headers={"User-Agent": "toolkit/0.1", "Accept-Encoding": ACCEPT_ENCODING},
                 verify=True,
@@ -281,6 +273,9 @@ class AsyncRest:
         # a request hook sees every request the pool sends, the auth flow's included
         self.sent += 1
 
+    async def _answered(self, response: httpx.Response) -> None:
+        self.breaker.answered()  # a status line came: the service is there
+
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
         settings = self.settings
@@ -290,18 +285,17 @@ class AsyncRest:
         """Send ``request`` as is, without the auth (used to sign in outside a request),
         under the same deadline and size cap as every request."""
         pool = await self._pool()
-        self._check_breaker(request.method, request.url)
-        started = self.breaker.now()
+        started = self.breaker.check(request.method, request.url)
         try:
             async with pool.semaphore:
-                response = await self._exchange(pool, request, auth=None)
+                return await self._exchange(pool, request, auth=None)
         except (httpx.HTTPError, DeadlineExceeded) as exc:
-            message = _network_message(exc, 1, self.settings.timeout)
-            if self._network_failed(exc, started):
-                message = self.breaker.message(self.settings.base_url)
-            raise TransportError(message, method=request.method, url=request.url) from exc
-        self.breaker.answered()
-        return response
+            self.breaker.failed_on(exc, started, request.method, request.url)
+            raise TransportError(
+                _network_message(exc, 1, self.settings.timeout),
+                method=request.method,
+                url=request.url,
+            ) from exc
 
     async def _exchange(
         self,
@@ -316,7 +310,6 @@ class AsyncRest:
         :class:`~toolkit.client._body.BoundedBody`) or is not in its declared
         Content-Encoding. Returns a response whose body is read."""
         cap = self.settings.max_response_bytes
-        response: httpx.Response | None = None
         try:
             async with asyncio.timeout(self.settings.timeout):
                 response = await pool.client.send(request, auth=auth, stream=True)
@@ -325,12 +318,9 @@ class AsyncRest:
                 finally:
                     await response.aclose()
         except TimeoutError:
-            late = DeadlineExceeded(
+            raise DeadlineExceeded(
                 f"no complete answer within timeout={self.settings.timeout}s", request=request
-            )
-            # a status line came: the service is there, only slow (not for the breaker)
-            late.answered = response is not None
-            raise late from None
+            ) from None
         headers = [
             (k, v)
             for k, v in response.headers.multi_items()
@@ -391,10 +381,9 @@ class AsyncRest:
             rng=self._rng,
         )
         while True:
-            self._check_breaker(method, url)
+            attempt_at = self.breaker.check(method, url)  # open: stop, nothing sent
             request = self._build(pool, method, url, route, params, json_body)
             started = time.perf_counter()
-            attempt_at = self.breaker.now()
             try:
                 async with self._gate() as report, pool.semaphore:  # hook (issue 14)
                     response = await self._exchange(pool, request)
@@ -402,11 +391,7 @@ class AsyncRest:
             except ToolkitError:
                 raise  # from the auth flow or the size cap: already ours
             except (httpx.HTTPError, DeadlineExceeded) as exc:
-                if self._network_failed(exc, attempt_at):
-                    # the service is gone: one error, not every request's retries
-                    raise TransportError(
-                        self.breaker.message(settings.base_url), method=method, url=url
-                    ) from exc
+                self.breaker.failed_on(exc, attempt_at, method, url)  # gone: stop now
                 delay = retry.delay(None, exc)
                 if delay is not None:
                     logger.debug(
@@ -420,7 +405,6 @@ class AsyncRest:
                     method=method,
                     url=url,
                 ) from exc
-            self.breaker.answered()
             elapsed = time.perf_counter() - started
             status = response.status_code
             logger.debug(
@@ -464,27 +448,6 @@ class AsyncRest:
                 method=method,
                 url=url,
             ) from None
-
-    def _check_breaker(self, method: str, url: object) -> None:
-        """TransportError, nothing sent, while the breaker is open."""
-        if self.breaker.blocked():
-            raise TransportError(
-                self.breaker.message(self.settings.base_url), method=method, url=url
-            )
-
-    def _network_failed(self, exc: Exception, started: float) -> bool:
-        """Tell the breaker an attempt sent at ``started`` failed with ``exc``; whether
-        it is open now. Only network failures count (not a body that did not decode)."""
-        if not isinstance(exc, httpx.TransportError):
-            return False
-        if isinstance(exc, DeadlineExceeded) and exc.answered:
-            self.breaker.answered()
-            return False
-        if isinstance(exc, DeadlineExceeded):
-            what = f"no answer within timeout={self.settings.timeout:g}s"
-        else:
-            what = type(exc).__name__
-        return self.breaker.failed(started, what)
 
     def _gate(self) -> Any:
         # hook (issue 14): the installed limiter's slot, or a no-op
