@@ -170,8 +170,9 @@ def test_sigterm_stops_cleanly_with_everything_written(busy_sim: Simulator, tmp_
         if line.startswith("messages") and " saved 0 " not in line:
             break
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert "interrupted by SIGTERM; the recorder stopped with every message" in err
     assert list((tmp_path / "_wal").glob("*.wal")) == []
     n = int(out.split()[1].replace(",", ""))
     # watchTickers reads back one row per pair; every message is one (connection, seq)
