@@ -13,6 +13,7 @@ BENCHES = (
     "bench_record.py",
     "bench_widgets.py",
     "bench_report.py",
+    "bench_faults.py",
 )
 
 
