@@ -14,6 +14,7 @@ BENCHES = (
     "bench_subscribe.py",
     "bench_widgets.py",
     "bench_report.py",
+    "bench_faults.py",
 )
 
 

@@ -25,12 +25,22 @@ import re
 import secrets
 import stat
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from toolkit.errors import InvalidRequest, WriteError
 
 MANIFEST = "_manifest.json"
+#: the name of our temporary files: ``mkstemp``'s ``.<target's name>.<8 random
+#: characters>.tmp`` (see :func:`_temp_name`); nothing else is ever swept
+TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+#: when this process started: a temporary file of ours older than that was left by an
+#: earlier run that was killed (SIGKILL, power loss) before it could remove it
+RUN_STARTED = time.time()
+_swept: set[Path] = set()
+_swept_lock = threading.Lock()
 
 
 # -- the disk's refusals -----------------------------------------------------------------
@@ -126,9 +136,44 @@ def _umask() -> int:
     return _IMPORT_UMASK
 
 
+def sweep_stale(directory: str | os.PathLike[str], before: float | None = None) -> int:
+    """Remove the temporary files of ours (named like :data:`TEMP_NAME`) in ``directory``
+    last modified before ``before`` (default: this process's start, so a write under
+    way in another process is never touched): what a killed run left. Returns how many
+    were removed."""
+    cutoff = RUN_STARTED if before is None else before
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not TEMP_NAME.match(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    return removed
+
+
+def _sweep_once(directory: Path) -> None:
+    """:func:`sweep_stale` the first time this process writes in ``directory``."""
+    key = directory.resolve()
+    with _swept_lock:
+        if key in _swept:
+            return
+        _swept.add(key)
+    sweep_stale(key)
+
+
 def _temp_name(path: Path) -> Path:
     """A new empty file beside ``path``, with the permissions a plain ``open()`` would
-    give (``mkstemp`` makes it private, and the rename would keep that)."""
+    give (``mkstemp`` makes it private, and the rename would keep that). The first one
+    in a folder sweeps what a killed earlier run left there (:func:`sweep_stale`)."""
+    _sweep_once(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())

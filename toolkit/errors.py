@@ -182,6 +182,12 @@ class ToolkitError(Exception):
         self.body = body[:_BODY_LIMIT] if body is not None else None
         super().__init__(message)
 
+    def prefix(self, context: str) -> None:
+        """Put ``context`` (what the caller was doing, what it kept) before the message:
+        the same error, told where it stopped."""
+        self.message = f"{context}: {self.message}"
+        self.args = (self.message,)
+
     def __str__(self) -> str:
         where = ""
         if self.method and self.url:
@@ -216,7 +222,14 @@ class WriteError(ToolkitError, OSError):
 
 
 class TransportError(ToolkitError):
-    """The network failed (connection refused or reset, timeout) after every retry."""
+    """The network failed (connection refused or reset, timeout) after every retry, or
+    the service stopped answering altogether (the client's breaker: every request failed
+    on the network for ``breaker_after_s``).
+
+    ``partial`` holds what the call had done before it stopped when it keeps something
+    (``load_orders``: the OrderFrames of the orders fetched so far); None otherwise."""
+
+    partial: object = None
 
 
 class ServiceError(ToolkitError):

@@ -195,16 +195,29 @@ def test_record_feeds_an_order_store(busy_sim: Simulator, tmp_path: Path) -> Non
     assert result.recorded_ids == len(recorded)
 
 
-def test_sigterm_stops_cleanly_with_everything_written(busy_sim: Simulator, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
+)
+def test_a_stop_signal_stops_cleanly_with_everything_written(
+    busy_sim: Simulator, tmp_path: Path, sig: signal.Signals, status: int
+) -> None:
     proc = _record(busy_sim, tmp_path, "--channel", "watchTickers", "--flush-interval", "0.1")
     assert proc.stderr is not None
     for line in proc.stderr:  # wait until something is saved
         if line.startswith("messages") and " saved 0 " not in line:
             break
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == status, err
+    # besides the live status lines, one line: the signal and that everything is written
+    said = [line for line in err.splitlines() if not line.startswith("messages")]
+    assert said == [
+        f"toolkit record: interrupted by {sig.name}; the recorder stopped with every message "
+        f"received written ({out.split()[1]} messages)"
+    ], err
+    assert "Task was destroyed" not in err and "Traceback" not in err
     assert list((tmp_path / "_wal").glob("*.wal")) == []
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     n = int(out.split()[1].replace(",", ""))
     # watchTickers reads back one row per pair; every message is one (connection, seq)
     rows = read_recording(tmp_path, "watchtickers")

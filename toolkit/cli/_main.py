@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from toolkit.cli._errors import ERROR_STATUS, describe, is_user_error
+from toolkit.cli._signals import exit_status, interrupted_line, signal_of, stop_signals
 
 # (subcommand, module that defines ``register(subparsers)``)
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -52,14 +53,17 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. A mistake of the user or the environment (a ``ToolkitError``, an
     ``OSError`` such as a full disk or a busy port) prints one line and exits 1; with
-    ``--debug`` it raises with its traceback."""
+    ``--debug`` it raises with its traceback. Ctrl-C (SIGINT) and SIGTERM stop the
+    command through its clean path and print one line saying what was kept; exit 130 and
+    143 (``toolkit.cli._signals``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        result: int | None = args.func(args)
-    except KeyboardInterrupt:
-        print(f"toolkit {args.command}: interrupted", file=sys.stderr)
-        return 130
+        with stop_signals():
+            result: int | None = args.func(args)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM (Terminated)
+        print(interrupted_line(args.command, interrupt), file=sys.stderr)
+        return exit_status(signal_of(interrupt))
     except Exception as exc:
         if args.debug or not is_user_error(exc):
             raise

@@ -18,6 +18,7 @@ from toolkit.cli._connect import (
     positive_int,
     positive_seconds_arg,
 )
+from toolkit.cli._signals import exit_status
 from toolkit.recording._recorder import DEFAULT_CHANNELS, Recorder
 from toolkit.recording._writer import RecorderStats
 
@@ -121,7 +122,10 @@ def _stream_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"max_message_bytes": args.max_message_bytes}
 
 
-async def _record(args: argparse.Namespace, status: StatusLine | None) -> RecorderStats:
+async def _record(
+    args: argparse.Namespace, status: StatusLine | None, stopped_by: list[signal.Signals]
+) -> RecorderStats:
+    """Record until ``--duration`` or a stop signal (appended to ``stopped_by``)."""
     client = _client(args)
     try:
         recorder = Recorder(
@@ -142,10 +146,15 @@ async def _record(args: argparse.Namespace, status: StatusLine | None) -> Record
         task = asyncio.ensure_future(recorder.run(duration=args.duration))
         said = None if status is None else asyncio.ensure_future(_say_subscribed(recorder, status))
         loop = asyncio.get_running_loop()
+
+        def stop(sig: signal.Signals) -> None:
+            stopped_by.append(sig)
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             # a stop signal ends the run through its clean path: last rows into Parquet
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, task.cancel)
+                loop.add_signal_handler(sig, stop, sig)
         try:
             return await task
         except asyncio.CancelledError:
@@ -171,9 +180,13 @@ async def _say_subscribed(recorder: Recorder, status: StatusLine) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Record; the summary on stdout. Stopped by Ctrl-C or SIGTERM: the recorder is
+    stopped and flushed (every message received is written), one line on stderr, exit
+    130 / 143."""
     status = None if args.quiet else StatusLine(sys.stderr)
+    stopped_by: list[signal.Signals] = []
     try:
-        stats = asyncio.run(_record(args, status))
+        stats = asyncio.run(_record(args, status, stopped_by))
     except BaseException:
         # the dispatcher prints the one-line error (toolkit.cli._errors)
         if status is not None:
@@ -186,4 +199,12 @@ def run(args: argparse.Namespace) -> int:
         f"({stats.files} files, {stats.gaps} gaps, {stats.dropped} dropped"
         f"{stats.misses_text('; ')})"
     )
+    if stopped_by:
+        sig = stopped_by[0]
+        print(
+            f"toolkit record: interrupted by {sig.name}; the recorder stopped with every "
+            f"message received written ({stats.messages:,} messages)",
+            file=sys.stderr,
+        )
+        return exit_status(sig)
     return 0

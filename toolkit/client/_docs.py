@@ -244,6 +244,12 @@ RouteNotActive
     The limit-order routes are not active in this environment (404).
 AuthenticationError
     The API key and secret were refused.
+TransportError
+    The network failed after every retry, or the service stopped answering (every
+    request failed on the network for the ``breaker_after_s`` setting, by default
+    twice ``timeout``): the message says how many orders were fetched, and
+    ``exc.partial`` holds their frames. Cancelled (Ctrl-C on the sync twin), the
+    interrupt carries the same count as a note.
 
 Examples
 --------

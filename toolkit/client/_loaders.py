@@ -3,6 +3,7 @@ concurrently, and hand the raw bodies to the frames builder."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from toolkit.client._concurrency import AdaptiveLimit, check_concurrency, gated, pump
 from toolkit.client._items import ItemFilter, ListItems
 from toolkit.client._pagination import check_page_rule
-from toolkit.errors import InvalidRequest, OrderNotFound
+from toolkit.errors import InvalidRequest, OrderNotFound, TransportError
 from toolkit.profile import DEFAULT_PROFILE
 from toolkit.protocol import (
     ALL_LIMIT_STATUSES,
@@ -223,6 +224,19 @@ async def aload_orders(
     try:
         with gated(client.rest, limiter) as gate:
             await pump(jobs(), work, workers=workers)
+    except TransportError as exc:
+        # the service went away: say how far the load got, and keep what it fetched
+        exc.prefix(f"load_orders stopped with {_so_far(bodies, missing, paginator)}")
+        raw = [bodies[i] for i in sorted(bodies)]
+        try:
+            exc.partial = build_frames(raw, exact=exact, profile=profile)
+        except Exception as build_error:  # the error to raise is the network's
+            logger.warning("the orders fetched before the failure do not build: %s", build_error)
+        raise
+    except asyncio.CancelledError as exc:
+        # interrupted (Ctrl-C on a sync twin): the caller says this with the interrupt
+        exc.add_note(f"load_orders was interrupted with {_so_far(bodies, missing, paginator)}")
+        raise
     finally:
         bar.close()
 
@@ -264,6 +278,16 @@ async def aload_orders(
         logger.warning(message)
         warnings.warn(message, MissingOrdersWarning, stacklevel=2)
     return frames
+
+
+def _so_far(bodies: Mapping[int, bytes], missing: list[str], paginator: Any) -> str:
+    """How far a load got: orders fetched (and not found), listing pages read."""
+    text = f"{len(bodies)} order(s) fetched"
+    if missing:
+        text += f" ({len(missing)} not found)"
+    if paginator is not None:
+        text += f" from {paginator.pages} listing page(s)"
+    return text
 
 
 class ListingStop:

@@ -115,6 +115,13 @@ class Settings:
     rate_limit_budget_s : float, default 300.0
         The most one request waits in total on 429s that carry a Retry-After before it
         fails with RateLimited.
+    breaker_after_s : float, optional
+        When every request has failed on the network (refused, reset, timed out; an
+        HTTP status never counts) for this many seconds, the service is taken as gone:
+        every call in progress and every new one stops with one TransportError saying
+        so, instead of trying each remaining request (default: twice ``timeout``, so a
+        load stops within about three timeouts of the service going silent; 0 turns the
+        breaker off).
     max_response_bytes : int, default 67108864
         Largest answer (64 MiB), counted after decompression; a larger one is refused
         with InvalidResponse.
@@ -151,6 +158,8 @@ class Settings:
     backoff_max_s: float = 10.0
     retry_after_max_s: float = 60.0
     rate_limit_budget_s: float = 300.0
+    #: None -> twice ``timeout``; 0 -> off (toolkit.client._breaker)
+    breaker_after_s: float | None = None
     max_response_bytes: int = 64 * 1024 * 1024
     # client-side choices
     token_renew_margin_s: float = 30.0
@@ -206,6 +215,12 @@ class Settings:
                 raise InvalidRequest(
                     f"{name} must be a finite number of seconds >= 0, not {value!r}"
                 )
+        breaker = self.breaker_after_s
+        off = _number(breaker) and breaker == 0
+        if breaker is not None and not (_finite_positive(breaker) or off):
+            raise InvalidRequest(
+                f"breaker_after_s must be None or a finite number of seconds >= 0, not {breaker!r}"
+            )
         listing = self.profile.listing
         if self.page_size is None:
             object.__setattr__(self, "page_size", listing.page_default)

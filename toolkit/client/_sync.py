@@ -27,6 +27,43 @@ C = TypeVar("C", bound=type)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: how long an interrupted sync call waits for its coroutine to finish cancelling
+CANCEL_WAIT_S = 30.0
+#: how long stopping a loop thread waits for the tasks left on it to finish cancelling
+STOP_WAIT_S = 10.0
+
+
+class _Call:
+    """One coroutine run for a sync caller: cancellable from the caller's thread whether
+    or not it has started, and telling that thread when it is over (``ended``) and what
+    it said about what it kept when cancelled (``notes``)."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+        self.notes: list[str] = []
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        self._task = asyncio.current_task()
+        try:
+            if self._cancelled:  # interrupted before it began
+                coro.close()
+                raise asyncio.CancelledError()
+            return await coro
+        except asyncio.CancelledError as exc:
+            self.notes.extend(getattr(exc, "__notes__", ()))
+            raise
+        finally:
+            self.ended.set()
+
+    def cancel(self) -> None:
+        """Cancel the run (call on its loop)."""
+        self._cancelled = True
+        if self._task is not None:
+            self._task.cancel()
+
+
 class LoopThread:
     """A private event loop on a daemon thread, started on first use.
 
@@ -74,7 +111,12 @@ class LoopThread:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the private loop and wait for its result (or its exception).
 
-        KeyboardInterrupt while waiting cancels the coroutine.
+        An interrupt while waiting (KeyboardInterrupt: Ctrl-C in a script or a notebook;
+        the command line's SIGTERM) cancels the coroutine and waits up to
+        ``CANCEL_WAIT_S`` for it to finish cancelling (a store sync writes the bodies it
+        fetched, locks are released), then raises the interrupt, carrying as notes what
+        the coroutine said about what it kept (``exc.__notes__``). A second interrupt
+        stops that wait.
         """
         if self.in_own_thread():
             coro.close()
@@ -88,16 +130,23 @@ class LoopThread:
             coro.close()
             raise
         __tracebackhide__ = True  # IPython and pytest leave this frame out
-        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        call = _Call()
+        future = asyncio.run_coroutine_threadsafe(call.run(coro), loop)
         try:
             return future.result()
         except ToolkitError as exc:
             # the error as the caller should see it: raised here, not from the private
             # loop's frames and concurrent.futures' (its cause, if any, is kept)
             raise exc.with_traceback(None)  # noqa: B904 - the same error, not a new one
-        except BaseException:
+        except BaseException as interrupt:
             if not future.done():
-                future.cancel()
+                # the coroutine cleans up on its own loop: wait for it, so what it fetched
+                # is kept and nothing of it is left pending when the loop stops
+                with contextlib.suppress(RuntimeError, KeyboardInterrupt):
+                    loop.call_soon_threadsafe(call.cancel)
+                    call.ended.wait(CANCEL_WAIT_S)
+            for note in call.notes:
+                interrupt.add_note(note)
             raise
 
     def iterate(self, aiterator: AsyncIterator[T]) -> Iterator[T]:
@@ -123,7 +172,9 @@ class LoopThread:
                     self.run(aclose())
 
     def stop(self) -> None:
-        """Stop the loop and join the thread (idempotent)."""
+        """Stop the loop and join the thread (idempotent). The tasks still on the loop
+        are cancelled and waited for (up to ``STOP_WAIT_S``) and its async generators
+        closed first, so none is destroyed pending and nothing runs on a closed loop."""
         with self._lock:
             self._stopped = True
             loop, thread = self._loop, self._thread
@@ -133,10 +184,26 @@ class LoopThread:
         if thread is threading.current_thread():
             loop.call_soon(loop.stop)
             return
+        if loop.is_running():
+            finishing = asyncio.run_coroutine_threadsafe(_finish_tasks(), loop)
+            with contextlib.suppress(Exception):
+                finishing.result(STOP_WAIT_S)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         if not thread.is_alive():
             loop.close()
+
+
+async def _finish_tasks() -> None:
+    """Cancel every other task of the running loop, wait for them, close its async
+    generators (the connection pools: ``_close_at_loop_shutdown``)."""
+    loop = asyncio.get_running_loop()
+    tasks = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=STOP_WAIT_S)
+    await loop.shutdown_asyncgens()
 
 
 _shared = LoopThread("toolkit-shared-loop")

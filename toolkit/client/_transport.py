@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from toolkit.client._body import ACCEPT_ENCODING, read_capped
+from toolkit.client._breaker import Breaker
 from toolkit.client._retry import (
     Attempt,
     RetryState,
@@ -157,10 +158,10 @@ class AsyncRest:
     One ``httpx.AsyncClient`` (connection pool) per event loop that uses it, because a
     pool cannot cross loops (a sync twin runs on a private loop thread, a notebook on
     the kernel's). At most ``settings.concurrency`` requests are in flight per pool;
-    a request waiting for a retry does not hold a slot. ``sleep`` and ``rng`` are
-    injectable so retry tests need no real waiting. The retry rules are
-    :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the total
-    one request may wait on 429s that carry a Retry-After (default: the settings').
+    a request waiting for a retry does not hold a slot. ``sleep``, ``rng`` and ``clock``
+    (the :attr:`breaker`'s) are injectable so retry tests need no real waiting. The retry
+    rules are :class:`~toolkit.client._retry.RetryState`'s; ``rate_limit_budget_s`` is the
+    total one request may wait on 429s that carry a Retry-After (default: the settings').
     """
 
     def __init__(
@@ -175,6 +176,7 @@ class AsyncRest:
         retry_policy: Callable[[Attempt], bool] = default_retry_policy,
         secrets: Callable[[], Iterable[str | None]] = tuple,
         rate_limit_budget_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.auth = auth
@@ -196,6 +198,7 @@ class AsyncRest:
         # hook (issue 14, toolkit.client._concurrency): an adaptive limiter that holds each
         # send of request() back and observes its answer; None = the fixed semaphore only
         self.gate: Any = None
+        self.breaker = Breaker.of(settings, clock=clock)
 
     async def _pool(self) -> _Pool:
         loop = asyncio.get_running_loop()
@@ -213,6 +216,7 @@ class AsyncRest:
                 event_hooks={
                     **self._event_hooks,
                     "request": [self._count_sent, *self._event_hooks.get("request", [])],
+                    "response": [self._answered, *self._event_hooks.get("response", [])],
                 },
                 headers={"User-Agent": "toolkit/0.1", "Accept-Encoding": ACCEPT_ENCODING},
                 verify=True,
@@ -269,6 +273,9 @@ class AsyncRest:
         # a request hook sees every request the pool sends, the auth flow's included
         self.sent += 1
 
+    async def _answered(self, response: httpx.Response) -> None:
+        self.breaker.answered()  # a status line came: the service is there
+
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt."""
         settings = self.settings
@@ -278,10 +285,12 @@ class AsyncRest:
         """Send ``request`` as is, without the auth (used to sign in outside a request),
         under the same deadline and size cap as every request."""
         pool = await self._pool()
+        started = self.breaker.check(request.method, request.url)
         try:
             async with pool.semaphore:
                 return await self._exchange(pool, request, auth=None)
         except (httpx.HTTPError, DeadlineExceeded) as exc:
+            self.breaker.failed_on(exc, started, request.method, request.url)
             raise TransportError(
                 _network_message(exc, 1, self.settings.timeout),
                 method=request.method,
@@ -372,6 +381,7 @@ class AsyncRest:
             rng=self._rng,
         )
         while True:
+            attempt_at = self.breaker.check(method, url)  # open: stop, nothing sent
             request = self._build(pool, method, url, route, params, json_body)
             started = time.perf_counter()
             try:
@@ -381,6 +391,7 @@ class AsyncRest:
             except ToolkitError:
                 raise  # from the auth flow or the size cap: already ours
             except (httpx.HTTPError, DeadlineExceeded) as exc:
+                self.breaker.failed_on(exc, attempt_at, method, url)  # gone: stop now
                 delay = retry.delay(None, exc)
                 if delay is not None:
                     logger.debug(

@@ -42,6 +42,13 @@ class Knobs:
     rebuild_pagination_tokens: bool = False
     #: requests per second per API key; None = no limit; beyond -> 429 + Retry-After
     rate_limit_per_s: float | None = None
+    #: a service gone silent (a black hole): every service route (sign-in included) takes
+    #: the connection and the request and never answers while this is true; the control
+    #: API under /_sim/ still answers, so a test can flip it back
+    silent: bool = False
+    #: the service answers this many more requests of its routes, then turns ``silent``
+    #: on (counts down with each one; None = never), so a test can silence it mid-load
+    silent_after_requests: int | None = None
     #: lifetime of an operational token
     token_ttl_s: float = 3600.0
     #: WebSocket connection limits (spec 8): max duration and idle limit
@@ -183,12 +190,15 @@ def check_knob(name: str, value: Any) -> Any:
                 f"knob {name} must be one of {', '.join(_CHOICES[name])}, not {value!r}"
             )
         return value
+    if name == "silent_after_requests":
+        return None if value is None else _integer(name, value, 0)
     if name in (
         "limit_routes_active",
         "rebuild_pagination_tokens",
         "engine",
         "omit_market_type",
         "cancel_profile_strict",
+        "silent",
     ):
         if not isinstance(value, bool):
             raise InvalidRequest(f"knob {name} must be true or false, not {value!r}")

@@ -49,6 +49,33 @@ async def _with_latency(state: SimState, response: Response) -> Response:
     return response
 
 
+#: how often a request held by a silent service looks whether to go on holding it
+_SILENT_POLL_S = 0.05
+
+
+def goes_silent(state: SimState) -> bool:
+    """Whether this request of a service route meets a silent service (knobs ``silent``
+    and ``silent_after_requests``, which counts down here)."""
+    knobs = state.knobs
+    if not knobs.silent and knobs.silent_after_requests is not None:
+        if knobs.silent_after_requests <= 0:
+            knobs.silent, knobs.silent_after_requests = True, None
+        else:
+            knobs.silent_after_requests -= 1
+    return knobs.silent
+
+
+async def hold_silently(request: Request, state: SimState) -> Response:
+    """Hold a request without answering while the service is silent (the client sees a
+    connection that was taken and never answered); once its client gave up there is
+    no one to answer. If ``silent`` is switched off meanwhile, a 503 (nothing was done)."""
+    while state.knobs.silent:
+        if await request.is_disconnected():
+            break
+        await asyncio.sleep(_SILENT_POLL_S)
+    return service_error(state, 503, "the service was silent and did not process this request")
+
+
 def service_route(
     handler: Handler, *, limit_route: bool = False
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -58,6 +85,8 @@ def service_route(
 
     async def endpoint(request: Request) -> Response:
         state = _state(request)
+        if goes_silent(state):
+            return await hold_silently(request, state)
         response = await _guarded(request, state, handler, limit_route)
         return await _with_latency(state, response)
 
@@ -114,6 +143,8 @@ async def signin(request: Request) -> Response:
     """``signin.path``: key and secret at ``signin.key_field``/``secret_field``; the token
     and its expiry at ``signin.token_field``/``expiry_field`` (``expiry_kind``/``_unit``)."""
     state = _state(request)
+    if goes_silent(state):
+        return await hold_silently(request, state)
     si = state.profile.signin
     try:
         body = await _json_body(request)

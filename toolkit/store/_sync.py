@@ -1,8 +1,8 @@
 """One sync of the order store: what to fetch (orders active at the last sync, the listing
 down to the store's newest listed order less an overlap, recorded and given ids never seen),
 fetched under the adaptive limiter (or taken from a recording of the store's account when
-it holds the order's current state: ``_recorded``), written month by month in chunks, the
-state last."""
+it holds the order's current state: ``_recorded``), written month by month in chunks
+(``_writer``), the state last."""
 
 from __future__ import annotations
 
@@ -21,24 +21,20 @@ from toolkit.client._identity import account_of
 from toolkit.client._items import ListItems
 from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
 from toolkit.client._pagination import check_page_rule
-from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive, TransportError
+from toolkit.profile import ServiceProfile
 from toolkit.protocol import ALL_LIMIT_STATUSES, validate_order_ids
-from toolkit.store._checks import moment, read_body, status_field, text_field
 from toolkit.store._files import (
     FINAL_STATUSES,
     LIVE_LIMIT_STATUSES,
     Entry,
     StoreFiles,
-    month_of,
-    schema,
 )
 from toolkit.store._follow import read_journals
 from toolkit.store._recorded import Recorded, recorded_bodies, recorded_ids
+from toolkit.store._writer import Writer, keep
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-
     from toolkit.client import Client
 
 logger = logging.getLogger("toolkit.store")
@@ -127,89 +123,6 @@ class SyncResult:
         ]
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
-
-
-class _Writer:
-    """Bodies buffered and written every ``chunk`` orders (in a thread: the event loop
-    keeps fetching): new orders as a new part file per month, changed ones replaced in
-    the part file that holds them (``index``)."""
-
-    def __init__(
-        self, files: StoreFiles, profile: ServiceProfile, chunk: int, index: Mapping[str, Entry]
-    ) -> None:
-        self.files = files
-        self.index = index
-        self.chunk = chunk
-        self.reader = ListItems(
-            DEFAULT_PROFILE.listing, profile.orders.timestamp_unit, order_bodies=True
-        )
-        self.buffer: dict[str, list[dict[str, Any]]] = {}
-        self.buffered = 0
-        self.months: set[str] = set()
-        self.files_written = 0
-        self._lock = asyncio.Lock()
-
-    def row(self, oid: str, body: bytes, source: str, synced_ms: int) -> tuple[str, dict[str, Any]]:
-        """The month and the row of order ``oid``'s fetchOrder ``body``; InvalidResponse
-        naming the order and the field for a body the store could not read back."""
-        text, order = read_body(oid, body)
-        reader = self.reader
-        created = moment(oid, order, reader, "createdAt", required=True)
-        assert created is not None
-        kind = text_field(oid, order, "type", required=False)
-        return month_of(created), {
-            "id": reader.order_id(order),
-            # spec 2.4: market by default; so it is re-read by id while not final
-            "type": kind.lower() if kind is not None else "market",
-            "symbol": text_field(oid, order, "symbol", required=False),
-            "status": status_field(oid, order),
-            "createdAt": created,
-            "updatedAt": moment(oid, order, reader, "updatedAt", required=False),
-            "_source": source,
-            "_synced_at": synced_ms,
-            "body": text,
-        }
-
-    async def add(self, month: str, row: dict[str, Any]) -> None:
-        self.buffer.setdefault(month, []).append(row)
-        self.buffered += 1
-        if self.buffered >= self.chunk:
-            await self.flush()
-
-    async def flush(self) -> None:
-        async with self._lock:
-            pending, self.buffer, self.buffered = self.buffer, {}, 0
-            if pending:
-                await asyncio.to_thread(self._write, pending)
-
-    def _write(self, pending: Mapping[str, list[dict[str, Any]]]) -> None:
-        for month, rows in sorted(pending.items()):
-            new = [r for r in rows if r["id"] not in self.index]
-            changed: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                if r["id"] in self.index:
-                    changed.setdefault(self.index[r["id"]].file, []).append(r)
-            if new:
-                self.files.add_part(month, _table(new))
-                self.files_written += 1
-            for path, part_rows in sorted(changed.items()):
-                self.files.replace_in_part(Path(path), _table(part_rows))
-                self.files_written += 1
-            self.months.add(month)
-
-
-def _table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    import pyarrow as pa
-
-    columns = {name: [r[name] for r in rows] for name in schema().names}
-    return pa.table(
-        {
-            n: pa.array(
-                v, type=pa.int64() if n in ("createdAt", "updatedAt", "_synced_at") else None
-            )
-            for n, v in columns.items()
-        }
-    )
 
 
 @contextlib.asynccontextmanager
@@ -330,7 +243,7 @@ async def run_sync(
     stop = ListingStop(floor, overlap_ms, run=paginator.limit)
     result = SyncResult(recorded_ids=len(rec_ids), given_ids=len(given), live_ids=len(live_ids))
     result.warnings.extend(gone)
-    writer = _Writer(files, profile, chunk, index)
+    writer = Writer(files, profile, chunk, index)
     synced_ms = int(time.time() * 1000)
     listed_newest: int | None = None
     listing_done = False
@@ -524,13 +437,16 @@ async def run_sync(
     with gated(client.rest, limiter) as gate:
         try:
             await pump(jobs(), work, workers=workers)
-        except Exception:
-            # the bodies fetched before the failure are whole and checked: keep them, so
-            # the next sync does not fetch them again (the state, written last, is not)
-            try:
-                await writer.flush()
-            except Exception as exc:
-                logger.warning("could not keep the orders fetched before the failure: %s", exc)
+        except (Exception, asyncio.CancelledError) as exc:
+            # the bodies fetched before the failure or the interrupt are whole and checked:
+            # keep them, so the next sync does not fetch them again (the state, written
+            # last, is not: the next sync re-reads that part of the listing)
+            kept = await keep(writer)
+            what = f"{kept} order(s) fetched before it kept in the store"
+            if isinstance(exc, TransportError):
+                exc.prefix(f"store sync stopped ({what}; run it again to go on)")
+            elif isinstance(exc, asyncio.CancelledError):
+                exc.add_note(f"the sync was interrupted ({what})")
             raise
     await writer.flush()
     for month in sorted(writer.months):
