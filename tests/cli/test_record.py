@@ -129,7 +129,7 @@ def test_record_says_when_every_channel_is_subscribed(
             break
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 143, err  # stopped by SIGTERM, everything received written
     assert order["id"] in set(read_recording(tmp_path, "watchorders")["order_id"])
 
 
