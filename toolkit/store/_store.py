@@ -361,6 +361,7 @@ class OrderStore:
             if part is not None:
                 expr = part if expr is None else expr & part
         table = self._files.read(["id", "_source", "body"], months=months, filter=expr)
+        coverage = self.coverage()
         frames = build_frames(table.column("body").to_pylist(), exact=exact, profile=self.profile)
         sources = dict(
             zip(table.column("id").to_pylist(), table.column("_source").to_pylist(), strict=True)
@@ -376,10 +377,10 @@ class OrderStore:
                 "until_ms": until_ms,
                 "symbols": sorted(wanted_symbols) if wanted_symbols else None,
                 "types": sorted(wanted_types) if wanted_types else None,
-                "coverage": self.coverage(),
+                "coverage": coverage,
             }
         )
-        frames.missing.extend(self.coverage()["missing"])
+        frames.missing.extend(coverage["missing"])
         return frames
 
     def coverage(self) -> dict[str, Any]:
