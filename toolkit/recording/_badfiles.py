@@ -4,6 +4,7 @@ recording's columns before it is read, so a damaged copy or another dataset's fi
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Collection, Iterable, Sequence
@@ -76,8 +77,6 @@ def file_problem(path: str) -> str | None:
     error) is not the file's: it is raised as it is."""
     import pyarrow.parquet as pq
 
-    from toolkit.recording._rows import recording_schema
-
     try:
         size = os.stat(path).st_size
         if size == 0:
@@ -90,23 +89,29 @@ def file_problem(path: str) -> str | None:
             f"is not a whole Parquet file ({size} bytes; truncated, or not Parquet at all: "
             f"{_first_line(exc)})"
         )
-    missing = [name for name in _REQUIRED if found.get_field_index(name) < 0]
+    names = set(found.names)
+    missing = [name for name in _REQUIRED if name not in names]
     if missing:
         return (
             "is a Parquet file of another dataset, not a recording's (no "
             f"{', '.join(map(repr, missing))} column)"
         )
-    for want in recording_schema():
-        index = found.get_field_index(want.name)
-        if index < 0:
-            continue
-        have = found.field(index).type
-        if _kind(have) != _kind(want.type) and _kind(have) != "null":
+    for field in found:
+        want = _expected().get(field.name)
+        if want is not None and _kind(field.type) not in (want[1], "null"):
             return (
                 f"is a Parquet file of another dataset, not a recording's (its column "
-                f"{want.name!r} is {have}, not {want.type})"
+                f"{field.name!r} is {field.type}, not {want[0]})"
             )
     return None
+
+
+@functools.cache
+def _expected() -> dict[str, tuple[pa.DataType, str]]:
+    """Each column of a recording: its type and the family of it (:func:`_kind`)."""
+    from toolkit.recording._rows import recording_schema
+
+    return {f.name: (f.type, _kind(f.type)) for f in recording_schema()}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -150,16 +155,17 @@ def recording_files(
     bad: list[BadFile] = []
     wanted_channels = None if channels is None else set(channels)
     wanted_dates = None if dates is None else set(dates)
+    taken: list[str] = []
     for path in _all_files(root):
         channel, date = _partition(path)
-        if (
+        if not (
             (wanted_channels is not None and channel not in wanted_channels)
             or (wanted_dates is not None and date not in wanted_dates)
             or (first_date is not None and date < first_date)
             or (last_date is not None and date > last_date)
         ):
-            continue
-        problem = file_problem(path)
+            taken.append(path)
+    for path, problem in zip(taken, map(file_problem, taken), strict=True):
         if problem is None:
             good.append(path)
             continue

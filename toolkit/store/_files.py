@@ -76,6 +76,15 @@ _STATE_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The part files a read takes, each held open (:meth:`StoreFiles.snapshot`)."""
+
+    parts: list[tuple[Path, pa.NativeFile]]
+    #: a compaction's plan was there: an order may be in two of the files
+    merging: bool
+
+
 class StoreLocked(ToolkitError):
     """Another writer (a sync in this or another process) holds the store's lock."""
 
@@ -174,7 +183,8 @@ class StoreFiles:
 
         wanted = list(columns) if columns is not None else schema().names
         read = list(dict.fromkeys(["id", *wanted]))
-        with self.snapshot(months) as parts:
+        with self.snapshot(months) as snap:
+            parts = snap.parts
             if not parts:
                 return schema().empty_table().select(wanted)
             for path, handle in parts:
@@ -195,9 +205,7 @@ class StoreFiles:
         return _once(table).select(wanted)
 
     @contextlib.contextmanager
-    def snapshot(
-        self, months: Iterable[str] | None = None
-    ) -> Iterator[list[tuple[Path, pa.NativeFile]]]:
+    def snapshot(self, months: Iterable[str] | None = None) -> Iterator[Snapshot]:
         """The part files (of ``months``) as one consistent set, each held open for the
         block (oldest month, then oldest file, first).
 
@@ -206,7 +214,9 @@ class StoreFiles:
         files are listed, opened, and listed again: a file gone before it was opened, or a
         listing that changed meanwhile, starts again. The set then holds each order at
         least once; an order in both a merged file and an old part not removed yet (the
-        only way to be twice) is read once by :meth:`read`, the merged (newer) copy."""
+        only way to be twice) is read once by :meth:`read`, the merged (newer) copy. Such
+        a pair is in the set only while a compaction's plan is there, looked at between
+        the two listings: ``Snapshot.merging`` says it was."""
         import pyarrow as pa
 
         months = None if months is None else sorted(set(months))
@@ -217,6 +227,9 @@ class StoreFiles:
             try:
                 for path in listed:
                     opened.append((path, pa.OSFile(str(path))))
+                # a merged file and an old part of it both listed twice were both there
+                # from the first listing to the second, and so was the plan
+                merging = (self.root / COMPACTION_NAME).exists()
                 again = self.month_files(months)
                 if again == listed:
                     break
@@ -231,7 +244,7 @@ class StoreFiles:
                     "in a row (syncs writing it): read it again"
                 )
         try:
-            yield opened
+            yield Snapshot(opened, merging)
         finally:
             for _, handle in opened:
                 handle.close()
@@ -267,7 +280,13 @@ class StoreFiles:
         return out
 
     def count(self) -> int:
-        """Orders in the store: each once, also while a sync compacts it (:meth:`read`)."""
+        """Orders in the store, from the footers of a :meth:`snapshot`; while a
+        compaction is under way or was interrupted, from the ids (:meth:`read`), so each
+        counts once. (Files an older toolkit's interrupted compaction left without a plan
+        count twice until a sync repairs them.)"""
+        with self.snapshot() as snap:
+            if not snap.merging:
+                return sum(self.part_metadata(path, handle).num_rows for path, handle in snap.parts)
         return int(self.read(["id"]).num_rows)
 
     def part_metadata(self, path: Path, handle: pa.NativeFile | None = None) -> pq.FileMetaData:
