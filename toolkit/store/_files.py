@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit._atomic import atomic_write, atomic_write_text, fsync_path
 from toolkit.errors import InvalidRequest, ToolkitError
 from toolkit.protocol import ALL_LIMIT_STATUSES, TERMINAL
+from toolkit.store._state import read_state, write_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -36,7 +37,6 @@ LOCK_NAME = ".lock"
 COMPACTION_NAME = "_compaction.json"
 #: how many times a read lists the files again when a writer changed them under it
 SNAPSHOT_TRIES = 10
-STATE_VERSION = 1
 
 #: statuses after which an order never changes again (protocol.TERMINAL)
 FINAL_STATUSES = TERMINAL
@@ -45,35 +45,6 @@ LIVE_LIMIT_STATUSES = tuple(s for s in ALL_LIMIT_STATUSES if s not in FINAL_STAT
 
 #: where an order came from, in the ``_source`` column (first discovery)
 SOURCES = ("listing", "recording", "ids", "live")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-#: the state file's fields: a check of each and what it expects (read_state)
-_STATE_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "syncs": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count"),
-    "listing_newest_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
-    "recordings_since_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
-    "missing": (
-        lambda v: isinstance(v, dict) and all(_is_strings(ids) for ids in v.values()),
-        "an object of lists of order ids",
-    ),
-    "last_sync": (lambda v: v is None or isinstance(v, dict), "an object"),
-    "identity": (
-        lambda v: (
-            isinstance(v, dict)
-            and isinstance(v.get("base_url"), str)
-            and all(x is None or isinstance(x, str) for x in v.values())
-        ),
-        "an object of the service's address, API key fingerprint and profile name",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -492,27 +463,11 @@ class StoreFiles:
     # -- state ----------------------------------------------------------------------------
 
     def read_state(self) -> dict[str, Any]:
-        path = self.root / STATE_NAME
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {"version": STATE_VERSION}
-        except (OSError, ValueError) as exc:
-            # written atomically: a bad file is not ours to guess at
-            raise InvalidRequest(f"order store state {path} is unreadable: {exc}") from exc
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-            raise InvalidRequest(f"order store state {path} has an unknown version")
-        for key, (ok, expected) in _STATE_FIELDS.items():
-            if key in data and not ok(data[key]):
-                raise InvalidRequest(
-                    f"order store state {path}: {key!r} is {data[key]!r:.60}, not {expected}; "
-                    "a sync never writes that: restore the file, or delete it (the next sync "
-                    "then reads the whole listing)"
-                )
-        return data
+        """The state file (``_state.read_state``)."""
+        return read_state(self.root / STATE_NAME)
 
     def write_state(self, state: Mapping[str, Any]) -> None:
-        atomic_write_text(self.root / STATE_NAME, json.dumps(state, indent=1, sort_keys=True))
+        write_state(self.root / STATE_NAME, state)
 
     # -- the writer's lock ----------------------------------------------------------------
 
