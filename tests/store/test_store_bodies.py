@@ -206,6 +206,12 @@ def _foreign(part: Path) -> Path:
     return path
 
 
+def _not_parquet(part: Path) -> Path:
+    path = part.parent / "part-0-text.parquet"
+    path.write_text("id,status\nM1,CLOSED\n" * 50, encoding="utf-8")
+    return path
+
+
 def _foreign_with_ids(part: Path) -> Path:
     # the user's own file, named like an older part, whose ids are all in the real part:
     # an interrupted compaction's leftover by ids alone, which repair would delete
@@ -214,7 +220,7 @@ def _foreign_with_ids(part: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage", [_truncate, _empty, _foreign, _foreign_with_ids])
+@pytest.mark.parametrize("damage", [_truncate, _empty, _foreign, _foreign_with_ids, _not_parquet])
 def test_a_damaged_or_foreign_part_file_is_named_never_guessed_at(
     filled: tuple[OrderStore, Bodies, Path], damage: Any
 ) -> None:

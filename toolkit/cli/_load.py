@@ -79,9 +79,11 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
 
         try:
             recording_root(args.ids_from)
+            # a damaged or foreign file among its watchorders files is named
+            recorded = order_ids_in_recording(args.ids_from)
         except InvalidRequest as exc:
             raise InvalidRequest(f"--ids-from: {exc}") from None
-        ids = [*(ids or []), *order_ids_in_recording(args.ids_from)]
+        ids = [*(ids or []), *recorded]
     started = time.perf_counter()
     with client_from_args(args, environ, **options) as client, warnings.catch_warnings():
         # the orders not found are logged in one line and counted in the summary: the

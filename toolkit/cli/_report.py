@@ -98,11 +98,13 @@ def run(args: argparse.Namespace) -> int:
     market = None
     if args.market is not None:
         from toolkit.recording._read import recording_root
+        from toolkit.report._market import read_market
 
         # the root: the report reads watchticker and watchtickers (one row per pair) and
-        # the _session rows that say where the recording has gaps
+        # the _session rows that say where the recording has gaps (a damaged or foreign
+        # file among them is named)
         try:
-            market = recording_root(args.market)
+            market = read_market(recording_root(args.market))
         except InvalidRequest as exc:
             raise InvalidRequest(f"--market: {exc}") from None
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)

@@ -17,6 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.recording._badfiles import (
+    BadFile,
+    _all_files,
+    bad_file_error,
+    check_on_bad_file,
+    damaged_file,
+    recording_files,
+    warn_skipped,
+)
 from toolkit.recording._rows import (
     COLUMNS,
     SESSION_CHANNEL,
@@ -142,9 +151,7 @@ def recording_root(root: object) -> Path:
 
 
 def _files(root: str | os.PathLike[str]) -> list[str]:
-    # only the dataset's own files: a README or a live recorder's temporaries beside
-    # them are not data
-    return sorted(str(f) for f in Path(root).glob("channel=*/date=*/*.parquet"))
+    return _all_files(root)
 
 
 #: the column pyarrow adds for the file a row was read from
@@ -213,12 +220,15 @@ def recording_profile(root: str | os.PathLike[str]) -> ServiceProfile:
     return latest
 
 
-def _dataset(root: str | os.PathLike[str]) -> pads.Dataset | None:
+def _dataset(
+    root: str | os.PathLike[str], files: Sequence[str] | None = None
+) -> pads.Dataset | None:
+    """The dataset of ``files`` (default: every file) of the recording at ``root``."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     path = Path(root)
-    files = _files(root)
+    files = _files(root) if files is None else list(files)
     if not files:
         return None
     partitioning = ds.partitioning(
@@ -246,6 +256,7 @@ def read_recording_table(
     dates: Sequence[str] | None = None,
     per_pair: bool | None = None,
     profile: ServiceProfile | None = None,
+    on_bad_file: str = "raise",
 ) -> pa.Table:
     """The rows of a recording as an Arrow table sorted by (received_at, connection_id,
     seq); same filters as :func:`read_recording`, plus ``dates`` (``YYYY-MM-DD``
@@ -253,8 +264,10 @@ def read_recording_table(
     instead of one per message (as recorded); by default when ``channel`` names
     ``watchtickers``. Pairs are read under each file's own profile; ``profile`` overrides
     it, and the columns of the ticker and balance channels are then extracted again from
-    ``raw`` under it."""
-    return read_table(
+    ``raw`` under it. ``on_bad_file`` as in :func:`read_recording` (the files skipped are
+    only warned about here)."""
+    skipped: list[BadFile] = []
+    table = read_table(
         root,
         channel,
         start=start,
@@ -264,7 +277,11 @@ def read_recording_table(
         dates=dates,
         per_pair=per_pair,
         profile=profile,
+        on_bad_file=on_bad_file,
+        skipped=skipped,
     )
+    warn_skipped(root, skipped, stacklevel=2)
+    return table
 
 
 def read_table(
@@ -279,14 +296,22 @@ def read_table(
     per_pair: bool | None = None,
     profile: ServiceProfile | None = None,
     with_file: bool = False,
+    on_bad_file: str = "raise",
+    skipped: list[BadFile] | None = None,
+    files: Sequence[str] | None = None,
 ) -> pa.Table:
     """``read_recording_table``; ``with_file``: plus the ``__filename`` column, the file
-    each row was read from (for its profile)."""
+    each row was read from (for its profile). The files read are checked first
+    (``toolkit.recording._badfiles``): a damaged or foreign one raises InvalidRequest
+    naming it, or with ``on_bad_file="skip"`` is left out and added to ``skipped``.
+    ``files``: the files to read, checked already (default: those of the channels and
+    dates asked for)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     recording_root(root)
+    check_on_bad_file(on_bad_file)
     names = _channels(channel)
     wanted = _wanted_columns(columns, names)
     unknown = sorted(set(wanted) - set(COLUMNS))
@@ -296,10 +321,21 @@ def read_table(
     start_ns = None if start is None else _timestamp_ns(start)
     end_ns = None if end is None else _timestamp_ns(end)
     schema = recording_schema()
-    dataset = _dataset(root)
+    left_out = skipped if skipped is not None else []
+    if files is None:
+        files, bad = recording_files(
+            root,
+            names,
+            dates,
+            first_date=None if start_ns is None else _date(start_ns),
+            last_date=None if end_ns is None else _date(end_ns),
+            on_bad_file=on_bad_file,
+        )
+        left_out.extend(bad)
+    files = list(files)
+    dataset = _dataset(root, files)
     if dataset is None:
-        empty = schema.empty_table().select(wanted)
-        return empty.append_column(FILE_COLUMN, pa.array([], pa.string())) if with_file else empty
+        return _empty(schema, wanted, with_file)
 
     expr: Any = None
 
@@ -348,7 +384,24 @@ def read_table(
     if with_file or (per_pair and profile is None):
         extra.append(FILE_COLUMN)
     read_cols = list(dict.fromkeys([*wanted, *sort_keys, *extra]))
-    table = dataset.to_table(columns=read_cols, filter=expr)
+    while True:
+        try:
+            table = dataset.to_table(columns=read_cols, filter=expr)
+            break
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise  # the system's error (permission, I/O), not the file's
+            # every footer read, a page did not: name the file
+            found = damaged_file(files, read_cols)
+            if found is None:
+                raise
+            if on_bad_file != "skip":
+                raise bad_file_error(root, found) from exc
+            left_out.append(found)
+            files.remove(found.path)
+            dataset = _dataset(root, files)
+            if dataset is None:
+                return _empty(schema, wanted, with_file)
     if profile is not None:
         table = reread_columns(table, profile, reread)
         if keep_symbols is not None:
@@ -362,6 +415,13 @@ def read_table(
     # files from an older writer could differ in nullability or order: cast to the schema
     out = table.select(wanted).cast(_select_schema(schema, wanted))
     return out.append_column(FILE_COLUMN, table.column(FILE_COLUMN)) if with_file else out
+
+
+def _empty(schema: pa.Schema, wanted: Sequence[str], with_file: bool) -> pa.Table:
+    import pyarrow as pa
+
+    empty = schema.empty_table().select(list(wanted))
+    return empty.append_column(FILE_COLUMN, pa.array([], pa.string())) if with_file else empty
 
 
 def _explode_per_file(table: pa.Table, symbols: Sequence[str] | None) -> pa.Table:
@@ -401,6 +461,7 @@ def read_recording(
     symbols: Sequence[str] | None = None,
     columns: ColumnsArg = None,
     profile: ServiceProfile | None = None,
+    on_bad_file: str = "raise",
 ) -> pd.DataFrame:
     """A recording as a typed DataFrame, sorted by (received_at, connection_id, seq).
 
@@ -447,18 +508,27 @@ def read_recording(
         ``updated_at``) are extracted again from ``raw``, e.g. after a recording whose
         ``payloads.*`` did not match the service. A mapped field still missing is warned
         about, naming its setting.
+    on_bad_file : {"raise", "skip"}
+        What a file of the channels and dates read does when it is no part of a
+        recording (empty, truncated, not Parquet, another dataset's Parquet, or data
+        that does not read): ``"raise"`` (default) stops with InvalidRequest naming it;
+        ``"skip"`` reads the rest, warns once (how many, the first) and lists those left
+        out in ``df.attrs["skipped_files"]`` (``{"path", "problem"}`` each).
 
     Returns
     -------
     pandas.DataFrame
-        One row per message (per pair for ``watchtickers``), oldest first.
+        One row per message (per pair for ``watchtickers``), oldest first;
+        ``attrs["skipped_files"]`` the files ``on_bad_file="skip"`` left out.
 
     Raises
     ------
     InvalidRequest
         ``root`` is empty, does not exist or is no recording (no ``channel=*/`` folders
         nor ``_wal/``); an unknown column name, or ``columns`` a string other than
-        ``"all"``; a ``start``/``end`` that is no time. (A ``ValueError`` too.)
+        ``"all"``; a ``start``/``end`` that is no time; a damaged or foreign file
+        (naming it and what is wrong with it), unless ``on_bad_file="skip"``. (A
+        ``ValueError`` too.)
 
     Examples
     --------
@@ -468,10 +538,22 @@ def read_recording(
      'last', 'raw']
     >>> tk.read_recording("data/recordings", channel="watchticker", columns="all")  # doctest: +SKIP
     """
-    table = read_recording_table(
-        root, channel, start=start, end=end, symbols=symbols, columns=columns, profile=profile
+    skipped: list[BadFile] = []
+    table = read_table(
+        root,
+        channel,
+        start=start,
+        end=end,
+        symbols=symbols,
+        columns=columns,
+        profile=profile,
+        on_bad_file=on_bad_file,
+        skipped=skipped,
     )
-    return table.to_pandas()
+    warn_skipped(root, skipped, stacklevel=2)
+    df = table.to_pandas()
+    df.attrs["skipped_files"] = [{"path": b.path, "problem": b.problem} for b in skipped]
+    return df
 
 
 def order_ids_in_recording(root: str | os.PathLike[str]) -> list[str]:

@@ -20,15 +20,23 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
+from toolkit.recording._badfiles import (
+    BadFile,
+    _partition,
+    check_on_bad_file,
+    recording_files,
+    warn_skipped,
+)
 from toolkit.recording._read import (
     FILE_COLUMN,
     TimeLike,
-    _dataset,
+    _channels,
+    _date,
+    _timestamp_ns,
     file_profiles,
     read_table,
     recording_root,
@@ -133,6 +141,7 @@ class Replay:
         sleep: Callable[[float], Any] = time.sleep,
         asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         profile: ServiceProfile | None = None,
+        on_bad_file: str = "raise",
     ) -> None:
         if speed is not None and not (
             isinstance(speed, int | float) and not isinstance(speed, bool) and 0 < speed < _INF
@@ -151,26 +160,35 @@ class Replay:
         self._asleep = asleep
         #: the payload mapping events are built with (None: the recording's own)
         self.profile = profile
+        self.on_bad_file = check_on_bad_file(on_bad_file)
+        #: the damaged or foreign files the last iteration left out (on_bad_file="skip")
+        self.skipped_files: list[BadFile] = []
 
     def __repr__(self) -> str:
         return f"Replay({str(self.root)!r}, speed={self.speed!r})"
 
-    def _dates(self) -> list[str]:
-        dataset = _dataset(self.root)
-        if dataset is None:
-            return []
-        dates = set()
-        for fragment in dataset.get_fragments():
-            for part in Path(fragment.path).parts:
-                if part.startswith("date="):
-                    dates.add(part[len("date=") :])
-        return sorted(dates)
+    def _files_by_date(self) -> dict[str, list[str]]:
+        """The files to replay by date partition, checked first, all of them: a damaged
+        or foreign one stops the replay before its first event (InvalidRequest naming it),
+        or is left out, counted in ``skipped_files`` and warned about once."""
+        start = None if self.start is None else _date(_timestamp_ns(self.start))
+        end = None if self.end is None else _date(_timestamp_ns(self.end))
+        names = _channels(self.channels)
+        good, bad = recording_files(
+            self.root, names, first_date=start, last_date=end, on_bad_file=self.on_bad_file
+        )
+        self.skipped_files = bad
+        warn_skipped(self.root, bad, stacklevel=5)
+        by_date: dict[str, list[str]] = {}
+        for path in good:
+            by_date.setdefault(_partition(path)[1], []).append(path)
+        return dict(sorted(by_date.items()))
 
     def _events(self) -> Iterator[Event]:
         import pyarrow.compute as pc
 
         own = self.profile is None  # each file's own profile, from its metadata
-        for date in self._dates():
+        for date, files in self._files_by_date().items():
             table = read_table(
                 self.root,
                 self.channels,
@@ -181,6 +199,9 @@ class Replay:
                 dates=[date],
                 per_pair=False,
                 with_file=own,
+                on_bad_file=self.on_bad_file,
+                skipped=self.skipped_files,
+                files=files,
             )
             if self.profile is not None:
                 yield from events_from_table(table, self.profile)
@@ -234,6 +255,7 @@ def replay(
     sleep: Callable[[float], Any] = time.sleep,
     asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     profile: ServiceProfile | None = None,
+    on_bad_file: str = "raise",
 ) -> Replay:
     """The recorded events of ``root`` in their order (received_at, then connection id
     and seq), as the typed events of the live stream (``TickerEvent``, ``OrderEvent``, ...,
@@ -247,6 +269,11 @@ def replay(
     profile its file was written under (the file's metadata), or ``profile``.
     InvalidRequest at once when ``root`` is empty, does not exist or is no recording
     (no ``channel=*/`` folders nor ``_wal/``), or for a ``speed`` that is not > 0.
+
+    A damaged or foreign file among those replayed (empty, truncated, not Parquet,
+    another dataset's) stops the replay before its first event with InvalidRequest
+    naming it; ``on_bad_file="skip"`` replays the rest, warns once (how many, the first)
+    and lists them in ``skipped_files`` of the returned :class:`Replay`.
     """
     return Replay(
         root,
@@ -259,4 +286,5 @@ def replay(
         sleep=sleep,
         asleep=asleep,
         profile=profile,
+        on_bad_file=on_bad_file,
     )

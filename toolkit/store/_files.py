@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit._atomic import atomic_write, atomic_write_text, fsync_path
 from toolkit.errors import InvalidRequest, ToolkitError
 from toolkit.protocol import ALL_LIMIT_STATUSES, TERMINAL
+from toolkit.store._state import read_state, write_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -34,7 +35,8 @@ PROFILE_NAME = "_profile.toml"
 LOCK_NAME = ".lock"
 #: the plan of a compaction (its month, merged file and old parts), there until it is done
 COMPACTION_NAME = "_compaction.json"
-STATE_VERSION = 1
+#: how many times a read lists the files again when a writer changed them under it
+SNAPSHOT_TRIES = 10
 
 #: statuses after which an order never changes again (protocol.TERMINAL)
 FINAL_STATUSES = TERMINAL
@@ -45,33 +47,13 @@ LIVE_LIMIT_STATUSES = tuple(s for s in ALL_LIMIT_STATUSES if s not in FINAL_STAT
 SOURCES = ("listing", "recording", "ids", "live")
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+@dataclass(frozen=True)
+class Snapshot:
+    """The part files a read takes, each held open (:meth:`StoreFiles.snapshot`)."""
 
-
-def _is_strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-#: the state file's fields: a check of each and what it expects (read_state)
-_STATE_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "syncs": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count"),
-    "listing_newest_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
-    "recordings_since_ms": (lambda v: v is None or _is_int(v), "Unix ms"),
-    "missing": (
-        lambda v: isinstance(v, dict) and all(_is_strings(ids) for ids in v.values()),
-        "an object of lists of order ids",
-    ),
-    "last_sync": (lambda v: v is None or isinstance(v, dict), "an object"),
-    "identity": (
-        lambda v: (
-            isinstance(v, dict)
-            and isinstance(v.get("base_url"), str)
-            and all(x is None or isinstance(x, str) for x in v.values())
-        ),
-        "an object of the service's address, API key fingerprint and profile name",
-    ),
-}
+    parts: list[tuple[Path, pa.NativeFile]]
+    #: a compaction's plan was there: an order may be in two of the files
+    merging: bool
 
 
 class StoreLocked(ToolkitError):
@@ -165,32 +147,78 @@ class StoreFiles:
         months: Iterable[str] | None = None,
         filter: Any = None,
     ) -> pa.Table:
-        """The rows of the store (of ``months``), ``columns`` only, ``filter`` applied."""
-        import pyarrow.compute as pc
+        """The rows of the store (of ``months``), ``columns`` only, ``filter`` applied: one
+        consistent set of part files (:meth:`snapshot`), each order once, also while a
+        sync writes or compacts the store."""
         import pyarrow.dataset as ds
 
-        files = self.month_files(months)
         wanted = list(columns) if columns is not None else schema().names
-        if not files:
-            return schema().empty_table().select(wanted)
-        for path in files:
-            self.part_metadata(path)
-        dataset = ds.dataset([str(f) for f in files], format="parquet", schema=schema())
         read = list(dict.fromkeys(["id", *wanted]))
+        with self.snapshot(months) as snap:
+            parts = snap.parts
+            if not parts:
+                return schema().empty_table().select(wanted)
+            for path, handle in parts:
+                self.part_metadata(path, handle)
+            fmt = ds.ParquetFileFormat()
+            dataset = ds.FileSystemDataset(
+                [fmt.make_fragment(handle) for _, handle in parts], schema=schema(), format=fmt
+            )
+            try:
+                table = dataset.to_table(columns=read, filter=filter)
+            except (OSError, ValueError) as exc:
+                if not _damaged(exc):
+                    raise
+                # the footers read, a page did not: name the file
+                for path, handle in parts:
+                    self.read_part(path, read, handle)
+                raise InvalidRequest(f"order store {self.root} could not be read: {exc}") from exc
+        return _once(table).select(wanted)
+
+    @contextlib.contextmanager
+    def snapshot(self, months: Iterable[str] | None = None) -> Iterator[Snapshot]:
+        """The part files (of ``months``) as one consistent set, each held open for the
+        block (oldest month, then oldest file, first).
+
+        A sync replaces files by renames and a compaction removes a month's old parts once
+        their merged file is in place; an open file stays readable after either. So the
+        files are listed, opened, and listed again: a file gone before it was opened, or a
+        listing that changed meanwhile, starts again. The set then holds each order at
+        least once; an order in both a merged file and an old part not removed yet (the
+        only way to be twice) is read once by :meth:`read`, the merged (newer) copy. Such
+        a pair is in the set only while a compaction's plan is there, looked at between
+        the two listings: ``Snapshot.merging`` says it was."""
+        import pyarrow as pa
+
+        months = None if months is None else sorted(set(months))
+        listed = self.month_files(months)
+        for attempt in range(1, SNAPSHOT_TRIES + 1):
+            _step("snapshot listed")
+            opened: list[tuple[Path, pa.NativeFile]] = []
+            try:
+                for path in listed:
+                    opened.append((path, pa.OSFile(str(path))))
+                # a merged file and an old part of it both listed twice were both there
+                # from the first listing to the second, and so was the plan
+                merging = (self.root / COMPACTION_NAME).exists()
+                again = self.month_files(months)
+                if again == listed:
+                    break
+                listed = again
+            except FileNotFoundError:
+                listed = self.month_files(months)
+            for _, handle in opened:
+                handle.close()
+            if attempt == SNAPSHOT_TRIES:
+                raise ToolkitError(
+                    f"order store {self.root} changed under this read {SNAPSHOT_TRIES} times "
+                    "in a row (syncs writing it): read it again"
+                )
         try:
-            table = dataset.to_table(columns=read, filter=filter)
-        except (OSError, ValueError) as exc:
-            if not _damaged(exc):
-                raise
-            # the footers read, a page did not: name the file
-            for path in files:
-                self.read_part(path, read)
-            raise InvalidRequest(f"order store {self.root} could not be read: {exc}") from exc
-        if pc.count_distinct(table.column("id")).as_py() != table.num_rows:
-            # an order twice: a compaction was interrupted; the newer file's copy wins
-            last = {oid: i for i, oid in enumerate(table.column("id").to_pylist())}
-            table = table.take(sorted(last.values()))
-        return table.select(wanted)
+            yield Snapshot(opened, merging)
+        finally:
+            for _, handle in opened:
+                handle.close()
 
     def index(self) -> dict[str, Entry]:
         """id -> :class:`Entry` of every order in the store."""
@@ -223,17 +251,23 @@ class StoreFiles:
         return out
 
     def count(self) -> int:
-        """Rows in the part files (from their footers; an order an interrupted compaction
-        left twice counts twice until :meth:`finish_interrupted` or a sync repairs it)."""
-        return sum(self.part_metadata(path).num_rows for path in self.month_files())
+        """Orders in the store, from the footers of a :meth:`snapshot`; while a
+        compaction is under way or was interrupted, from the ids (:meth:`read`), so each
+        counts once. (Files an older toolkit's interrupted compaction left without a plan
+        count twice until a sync repairs them.)"""
+        with self.snapshot() as snap:
+            if not snap.merging:
+                return sum(self.part_metadata(path, handle).num_rows for path, handle in snap.parts)
+        return int(self.read(["id"]).num_rows)
 
-    def part_metadata(self, path: Path) -> pq.FileMetaData:
-        """The footer of the part file ``path``, checked to hold the store's columns;
-        InvalidRequest naming the file when it is damaged or another dataset's file."""
+    def part_metadata(self, path: Path, handle: pa.NativeFile | None = None) -> pq.FileMetaData:
+        """The footer of the part file ``path`` (read from ``handle`` when it is open),
+        checked to hold the store's columns; InvalidRequest naming the file when it is
+        damaged or another dataset's file."""
         import pyarrow.parquet as pq
 
         try:
-            metadata = pq.read_metadata(path)
+            metadata = pq.read_metadata(path if handle is None else handle)
             found = metadata.schema.to_arrow_schema()
         except (OSError, ValueError) as exc:
             if not _damaged(exc):
@@ -252,14 +286,21 @@ class StoreFiles:
                 )
         return metadata
 
-    def read_part(self, path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-        """The rows of one part file (``columns`` only), checked like
-        :meth:`part_metadata`."""
+    def read_part(
+        self,
+        path: Path,
+        columns: Sequence[str] | None = None,
+        handle: pa.NativeFile | None = None,
+    ) -> pa.Table:
+        """The rows of one part file (``columns`` only; read from ``handle`` when it is
+        open), checked like :meth:`part_metadata`."""
         import pyarrow.parquet as pq
 
-        self.part_metadata(path)
+        self.part_metadata(path, handle)
         try:
-            return pq.read_table(path, columns=columns, schema=schema())
+            return pq.read_table(
+                path if handle is None else handle, columns=columns, schema=schema()
+            )
         except (OSError, ValueError) as exc:
             if not _damaged(exc):
                 raise
@@ -321,7 +362,9 @@ class StoreFiles:
         path = self.month_dir(month) / f"part-{time.time_ns()}-{uuid.uuid4().hex[:8]}.parquet"
         plan = {"month": month, "merged": path.name, "parts": [f.name for f in files]}
         atomic_write_text(self.root / COMPACTION_NAME, json.dumps(plan, indent=1))
+        _step("compact planned")
         atomic_write(path, stream)
+        _step("compact merged")
         self._end_compaction(month, plan["parts"])
         return True
 
@@ -331,6 +374,7 @@ class StoreFiles:
         directory = self.month_dir(month)
         for name in parts:
             (directory / name).unlink(missing_ok=True)
+            _step(f"compact removed {name}")
         with contextlib.suppress(OSError):
             fsync_path(directory)
         (self.root / COMPACTION_NAME).unlink(missing_ok=True)
@@ -419,27 +463,11 @@ class StoreFiles:
     # -- state ----------------------------------------------------------------------------
 
     def read_state(self) -> dict[str, Any]:
-        path = self.root / STATE_NAME
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {"version": STATE_VERSION}
-        except (OSError, ValueError) as exc:
-            # written atomically: a bad file is not ours to guess at
-            raise InvalidRequest(f"order store state {path} is unreadable: {exc}") from exc
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-            raise InvalidRequest(f"order store state {path} has an unknown version")
-        for key, (ok, expected) in _STATE_FIELDS.items():
-            if key in data and not ok(data[key]):
-                raise InvalidRequest(
-                    f"order store state {path}: {key!r} is {data[key]!r:.60}, not {expected}; "
-                    "a sync never writes that: restore the file, or delete it (the next sync "
-                    "then reads the whole listing)"
-                )
-        return data
+        """The state file (``_state.read_state``)."""
+        return read_state(self.root / STATE_NAME)
 
     def write_state(self, state: Mapping[str, Any]) -> None:
-        atomic_write_text(self.root / STATE_NAME, json.dumps(state, indent=1, sort_keys=True))
+        write_state(self.root / STATE_NAME, state)
 
     # -- the writer's lock ----------------------------------------------------------------
 
@@ -500,6 +528,24 @@ def _plan_fields(plan: object) -> tuple[str | None, str, list[str]]:
         ):
             return month, str(merged), [str(p) for p in parts]
     return None, "", []
+
+
+def _step(where: str) -> None:
+    """A seam for tests: called between the steps of a compaction (``compact planned``,
+    ``compact merged``, ``compact removed <part>``) and when a read has listed the files
+    (``snapshot listed``), so a test can pause one there while the other runs."""
+
+
+def _once(table: pa.Table) -> pa.Table:
+    """``table`` with each order once: an order in a compaction's merged file and in one
+    of its old parts not removed yet (a compaction under way or interrupted) keeps the
+    row of the later file, the merged one (files are read oldest name first)."""
+    import pyarrow.compute as pc
+
+    if pc.count_distinct(table.column("id")).as_py() == table.num_rows:
+        return table
+    last = {oid: i for i, oid in enumerate(table.column("id").to_pylist())}
+    return table.take(sorted(last.values()))
 
 
 def pa_concat(tables: Sequence[pa.Table]) -> pa.Table:

@@ -65,7 +65,9 @@ class OrderStore:
     gets :class:`~toolkit.store.StoreLocked`). A sync killed while it merged a month's
     part files leaves that month's orders in two files, which raw DuckDB or Polars reads
     would count twice: opening the store (``OrderStore(root)``, any ``toolkit`` command
-    on it) finishes that merge first, unless a sync is running.
+    on it) finishes that merge first, unless a sync is running. Reads (:meth:`frames`,
+    :meth:`coverage`, ``len``) may run while a sync writes or merges the store, in this
+    process or another: each reads one consistent set of files and sees every order once.
     """
 
     def __init__(
@@ -165,7 +167,8 @@ class OrderStore:
             Another sync holds the store.
         InvalidRequest
             Before any request, and before the store's folder is made for a bad
-            argument: a bad argument, a folder that is not a recording, a store of another
+            argument: a bad argument, a folder that is not a recording or a recording
+            file that is damaged or another dataset's (naming it), a store of another
             service or API key (naming both; another profile is taken, with a warning), a
             state file or a part file that is not the store's (naming it; nothing is
             removed).
@@ -361,6 +364,7 @@ class OrderStore:
             if part is not None:
                 expr = part if expr is None else expr & part
         table = self._files.read(["id", "_source", "body"], months=months, filter=expr)
+        coverage = self.coverage()
         frames = build_frames(table.column("body").to_pylist(), exact=exact, profile=self.profile)
         sources = dict(
             zip(table.column("id").to_pylist(), table.column("_source").to_pylist(), strict=True)
@@ -376,10 +380,10 @@ class OrderStore:
                 "until_ms": until_ms,
                 "symbols": sorted(wanted_symbols) if wanted_symbols else None,
                 "types": sorted(wanted_types) if wanted_types else None,
-                "coverage": self.coverage(),
+                "coverage": coverage,
             }
         )
-        frames.missing.extend(self.coverage()["missing"])
+        frames.missing.extend(coverage["missing"])
         return frames
 
     def coverage(self) -> dict[str, Any]:
