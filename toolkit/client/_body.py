@@ -11,6 +11,8 @@ import httpx
 from httpx._decoders import SUPPORTED_DECODERS, ContentDecoder
 
 from toolkit.errors import InvalidResponse
+from toolkit.profile import get_path
+from toolkit.protocol import JsonShapeError, loads_bounded
 
 #: the encodings we ask for: those inflated a bounded piece at a time (br and zstd, when
 #: their packages are installed, are decoded by httpx a network chunk at a time)
@@ -216,3 +218,21 @@ def keep_body(response: httpx.Response, body: bytes) -> None:
     this body instead of reading the consumed stream again (httpx keeps a read body in
     ``_content``)."""
     response._content = body
+
+
+def error_excerpt(body: str, size: int = 200) -> str:
+    """The start of an error body on one line, for a message (scrub it again: joining
+    its lines can join a secret)."""
+    text = " ".join(body.split())
+    return text if len(text) <= size else text[: size - 3] + "..."
+
+
+def error_message(body: str, field: str = "message") -> str:
+    """The profile's ``rest.error_message_field`` of an error body, for the exception text
+    only (never for meaning)."""
+    try:
+        payload = loads_bounded(body)
+    except JsonShapeError:  # not JSON, or nested too deep to look into
+        return ""
+    message = get_path(payload, field) if isinstance(payload, dict) else None
+    return str(message)[:200] if message else ""

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from toolkit.client._body import ACCEPT_ENCODING, read_capped
+from toolkit.client._body import ACCEPT_ENCODING, error_excerpt, error_message, read_capped
 from toolkit.client._breaker import Breaker
 from toolkit.client._retry import (
     Attempt,
@@ -44,7 +44,6 @@ from toolkit.errors import (
     redact_url,
     scrub,
 )
-from toolkit.profile import get_path
 from toolkit.protocol import JsonShapeError, loads_bounded
 
 logger = logging.getLogger("toolkit.rest")
@@ -474,10 +473,12 @@ class AsyncRest:
             "body": body,
         }
         # decoding turns an escaped secret back into the clear one: scrub what it gives too
-        detail = self.scrub(_message_of(text, self.settings.profile.rest.error_message_field))
+        detail = self.scrub(error_message(text, self.settings.profile.rest.error_message_field))
         # the service's own words, also when rest.error_message_field misses them
         suffix = (
-            f": {detail}" if detail else (f": {self.scrub(_excerpt(body))}" if body.strip() else "")
+            f": {detail}"
+            if detail
+            else (f": {self.scrub(error_excerpt(body))}" if body.strip() else "")
         )
         tried = (f" after {retries} retries" if retries else "") + note
         if status == 404 and route is Route.BATCH_CANCEL:
@@ -569,13 +570,6 @@ def refusal_hint(route: Route, request: httpx.Request, settings: Settings) -> st
     return ""
 
 
-def _excerpt(body: str, size: int = 200) -> str:
-    """The start of an error body on one line, for a message (scrub it again: joining
-    its lines can join a secret)."""
-    text = " ".join(body.split())
-    return text if len(text) <= size else text[: size - 3] + "..."
-
-
 def decode_json(response: httpx.Response, *, order_id: str | None = None) -> Any:
     """The JSON body of a success response (nesting bounded by ``MAX_JSON_DEPTH``), or
     InvalidResponse saying what the body was (without the client's secrets)."""
@@ -593,14 +587,3 @@ def decode_json(response: httpx.Response, *, order_id: str | None = None) -> Any
             body=clean(response.text[:_SCRUB_WINDOW])[:200],
             order_id=order_id,
         ) from exc
-
-
-def _message_of(body: str, field: str = "message") -> str:
-    """The profile's ``rest.error_message_field`` of an error body, for the exception text
-    only (never for meaning)."""
-    try:
-        payload = loads_bounded(body)
-    except JsonShapeError:  # not JSON, or nested too deep to look into
-        return ""
-    message = get_path(payload, field) if isinstance(payload, dict) else None
-    return str(message)[:200] if message else ""
