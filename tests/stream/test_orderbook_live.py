@@ -1,11 +1,12 @@
 """OrderBook against the real simulator: reconciliation at start and after gaps, and the
-book equal to REST after 50 forced drops during live order activity, in both event modes."""
+book equal to REST after 50 forced drops during live order activity, in both event modes,
+with the open limit orders that did not change never fetched again."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -75,6 +76,21 @@ async def mismatches(book: OrderBook, client: Client) -> list[str]:
                 f"rest {order['status']}@{updated_ms}"
             )
     return out
+
+
+class Counting:
+    """The client, with its fetchOrder calls counted by order id; the rest is its own."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.fetched: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def afetch_order(self, order_id: str) -> Mapping[str, Any]:
+        self.fetched.append(order_id)
+        return await self._client.afetch_order(order_id)
 
 
 def listed_id(client: Client, item: dict[str, Any]) -> str:
@@ -276,9 +292,17 @@ async def test_book_equals_rest_after_50_drops_during_activity(
         if outcome == "pending":
             pending_market.append(order["id"])
 
+    # open limit orders that never change: the listing confirms them, no reconcile after
+    # the start fetches them (a reconcile costs what changed, not what is open)
+    idle = [
+        (await client.acreate_limit_order("SOL/BRL", "buy", "1", amount="0.5"))["id"]
+        for _ in range(30)
+    ]
+    spy = Counting(client)
     # no timer (the profile's default under outcome_only): every reconcile counted below
     # is the one after a gap, so "reconcile n" means the session is back and caught up
-    book = OrderBook(client, reconcile_interval=None)
+    book = OrderBook(spy, reconcile_interval=None)  # type: ignore[arg-type]
+    fetched_per_gap: list[int] = []
 
     def noticed(n: int) -> Callable[[], bool]:
         return lambda: gate.waits >= n
@@ -290,6 +314,8 @@ async def test_book_equals_rest_after_50_drops_during_activity(
         async with client.stream(**fast(gate)) as s:
             runner = asyncio.create_task(book.run(s))
             await until(lambda: book.reconciles == 1, what="initial reconcile")
+            assert set(idle) <= set(book.orders)
+            spy.fetched.clear()
             loop = asyncio.get_running_loop()
             for drop in range(50):
                 # connected: the notifications of these reach the book live
@@ -306,7 +332,12 @@ async def test_book_equals_rest_after_50_drops_during_activity(
                     await new_limit()
                 gate.opened.set()
                 await until(reconciled(drop + 2), what=f"reconcile {drop}")
+                assert book.last_reconcile is not None
+                fetched_per_gap.append(book.last_reconcile.fetched)
             assert s.stats.reconnects == 50
+            assert not set(idle) & set(spy.fetched), "unchanged open orders were fetched"
+            # each gap fetched a few orders (those that moved), never the open ones
+            assert max(fetched_per_gap) < len(idle), fetched_per_gap
             if mode == "outcome_only":
                 # limit transitions were never published: only a reconcile sees them. A
                 # cancel completes on its own later (CANCELLING -> CANCELLED), unpublished
