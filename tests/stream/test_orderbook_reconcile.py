@@ -1,7 +1,8 @@
 """OrderBook.reconcile costs what changed (sans-I/O, a REST side in memory): a limit order the
 listing shows with the status and ``updatedAt`` the book holds is not fetched; one shown
-otherwise, not shown, or shown by an item that breaks the contract is; reconciles asked
-for while one runs are folded into one; reconciles that keep failing on the network end
+otherwise, not shown, or shown by an item that breaks the contract is; a pass soon after
+a gap is followed by one once the lagging listing caught up; reconciles asked for while
+one runs are folded into one; reconciles that keep failing on the network end
 ``run`` with one TransportError, the book keeping its state."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from toolkit.errors import InvalidRequest, OrderNotFound, TransportError
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile, set_path
-from toolkit.stream._book_reconcile import Outage
+from toolkit.stream._book_reconcile import Outage, settle_delay
 from toolkit.stream._events import SessionEvent
 from toolkit.stream._orderbook import OrderBook
 
@@ -307,3 +308,11 @@ def test_unreachable_after_defaults_to_twice_the_client_timeout() -> None:
     rest = Rest()
     rest.settings = Settings()  # type: ignore[attr-defined]
     assert OrderBook(rest)._unreachable_after == 6.0  # type: ignore[arg-type]
+
+
+def test_a_pass_soon_after_a_gap_is_followed_by_one_once_the_listing_caught_up() -> None:
+    # (gap ended at, pass began at, now, listing lag): seconds until the settling pass
+    assert settle_delay(None, 5.0, 6.0, 5.0) is None  # no gap yet: the start's pass
+    assert settle_delay(100.0, 100.5, 101.0, 5.0) == 4.0
+    assert settle_delay(100.0, 100.5, 106.0, 5.0) == 0.0  # already due
+    assert settle_delay(100.0, 105.0, 105.5, 5.0) is None  # the listing had caught up

@@ -10,7 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolkit.errors import InvalidResponse, OrderNotFound, ToolkitError, TransportError
+from toolkit.errors import (
+    InvalidRequest,
+    InvalidResponse,
+    OrderNotFound,
+    ToolkitError,
+    TransportError,
+)
 from toolkit.profile import ServiceProfile, get_path
 from toolkit.profile._listing_items import ListItems, listed_state, listing_confirms
 from toolkit.protocol import ALL_LIMIT_STATUSES, LIVE_LIMIT_STATUSES, to_epoch_ms
@@ -20,9 +26,10 @@ from toolkit.stream._ports import OrderSource
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.stream._orderbook import OrderState
 
-__all__ = ["Outage", "ReconcilePlan", "ReconcileStats", "Reconciler"]
+__all__ = ["Outage", "ReconcilePlan", "ReconcileStats", "Reconciler", "settle_delay"]
 
 _log = logging.getLogger("toolkit.orderbook")
+_INF = float("inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +251,20 @@ async def _fetch(client: OrderSource, order_id: str) -> dict[str, Any] | None:
         return None
 
 
+def settle_delay(gap_at: float | None, began: float, now: float, lag_s: float) -> float | None:
+    """Seconds until the pass that settles a gap, or None when none is due.
+
+    The listing is eventually consistent (spec 4.2 rule 6) and may still show an order as
+    it was before a gap when a pass right after the gap reads it: a change made during the
+    gap would then be confirmed away. A pass that began (``began``) less than ``lag_s``
+    after the last gap ended (``gap_at``, same clock) is therefore followed by another
+    one once the listing has caught up with the gap, which fetches what it shows
+    otherwise; changes after the gap came as notifications."""
+    if gap_at is None or began >= gap_at + lag_s:
+        return None
+    return max(0.0, gap_at + lag_s - now)
+
+
 class Outage:
     """Reconciles that failed on the network (TransportError) one after the other.
 
@@ -258,6 +279,19 @@ class Outage:
         self.limit_s = limit_s
         self.failures = 0
         self.since: float | None = None
+
+    @staticmethod
+    def limit_for(client: object, value: object) -> float:
+        """``OrderBook(unreachable_after=value)`` checked: seconds, ``"auto"`` being
+        twice the client's ``settings.timeout`` (10 s when it has none)."""
+        if value == "auto":
+            timeout = getattr(getattr(client, "settings", None), "timeout", None)
+            value = 2.0 * (timeout if isinstance(timeout, int | float) else 10.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < _INF:
+            raise InvalidRequest(
+                f"unreachable_after must be a finite number of seconds > 0, not {value!r}"
+            )
+        return float(value)
 
     @property
     def retry_s(self) -> float:

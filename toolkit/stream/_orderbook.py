@@ -21,7 +21,13 @@ from toolkit.errors import (
 )
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._book_inbox import BookInbox
-from toolkit.stream._book_reconcile import Outage, ReconcilePlan, Reconciler, ReconcileStats
+from toolkit.stream._book_reconcile import (
+    Outage,
+    ReconcilePlan,
+    Reconciler,
+    ReconcileStats,
+    settle_delay,
+)
 from toolkit.stream._events import FINAL_STATUSES, OrderEvent, order_event
 from toolkit.stream._ports import OrderSource
 
@@ -123,7 +129,9 @@ class OrderBook:
     that can still change, which confirms those the book holds in the listed status and
     ``updatedAt``, and fetches by id only the rest (changed, missing from the listing,
     market orders, created meanwhile): its cost is what changed, and ``last_reconcile``
-    says what it did. A reconcile asked for while one runs is folded into the next one.
+    says what it did; a pass begun within ``listing_slack_ms`` of a gap's end is followed
+    by one more once the eventually consistent listing has caught up with the gap. A
+    reconcile asked for while one runs is folded into the next one.
     A reconcile that fails on the network (TransportError) is tried again every quarter
     of ``unreachable_after`` seconds (by default twice the client's ``timeout``); once
     they have failed that long, ``run`` ends with one TransportError that says the
@@ -173,19 +181,7 @@ class OrderBook:
         self._history_per_order = history_per_order
         self._reconcile_interval: float | None = reconcile_interval
         self._inbox_size = inbox_size
-        if unreachable_after == "auto":
-            timeout = getattr(getattr(client, "settings", None), "timeout", None)
-            unreachable_after = 2.0 * (timeout if isinstance(timeout, int | float) else 10.0)
-        if (
-            isinstance(unreachable_after, bool)
-            or not isinstance(unreachable_after, int | float)
-            or not 0 < unreachable_after < float("inf")
-        ):
-            raise InvalidRequest(
-                f"unreachable_after must be a finite number of seconds > 0, not "
-                f"{unreachable_after!r}"
-            )
-        self._unreachable_after = float(unreachable_after)
+        self._unreachable_after = Outage.limit_for(client, unreachable_after)
         #: False: every order not final is fetched by id (the strategy before the listing
         #: confirmed limit orders; kept selectable for bench/bench_book.py)
         self._trust_listing = True
@@ -494,7 +490,7 @@ class OrderBook:
         loop = asyncio.get_running_loop()
         outage = Outage(self._unreachable_after)
         running: asyncio.Task[list[OrderEvent]] | None = None
-        started = 0.0
+        started = began = 0.0
         timer: asyncio.TimerHandle | None = None
         remove = session.add_callback(inbox.take)
         self._inboxes.append(inbox)
@@ -516,14 +512,13 @@ class OrderBook:
                         timer = loop.call_later(outage.retry_s, inbox.ask_reconcile)
                     else:
                         outage.succeeded()
-                        if self._reconcile_interval is not None:
-                            timer = loop.call_later(self._reconcile_interval, inbox.ask_reconcile)
+                        timer = self._next_pass(loop, inbox, began)
                 if running is None and inbox.reconcile_wanted:
                     inbox.reconcile_wanted = False
                     if timer is not None:
                         timer.cancel()
                         timer = None
-                    started = loop.time()
+                    started, began = loop.time(), time.monotonic()
                     running = loop.create_task(self.reconcile())
                     running.add_done_callback(lambda _: inbox.wake.set())
                 elif running is None and session.closed:
@@ -543,6 +538,20 @@ class OrderBook:
                     running.exception()  # retrieved: the book ends with its own error
             finally:
                 self._inboxes.remove(inbox)
+
+    def _next_pass(
+        self, loop: asyncio.AbstractEventLoop, inbox: BookInbox, began: float
+    ) -> asyncio.TimerHandle | None:
+        """The timer of the next pass after one that succeeded (begun at ``began``,
+        ``time.monotonic()``): the periodic one, or the one that settles a gap the
+        listing may not have caught up with (``settle_delay``), whichever comes first."""
+        delays = [] if self._reconcile_interval is None else [self._reconcile_interval]
+        if self._trust_listing:
+            lag_s = self._reconciler.listing_slack_ms / 1000
+            settle = settle_delay(inbox.gap_at, began, time.monotonic(), lag_s)
+            if settle is not None:
+                delays.append(settle)
+        return loop.call_later(min(delays), inbox.ask_reconcile) if delays else None
 
     # -- views -------------------------------------------------------------------------
 
