@@ -223,16 +223,34 @@ def test_reconciles_asked_for_while_one_runs_are_folded_into_one() -> None:
     assert rest.listings - listings_before == 2 * 2  # live statuses + recent, per pass
 
 
-def test_a_network_failure_is_raised_after_what_was_read_is_applied() -> None:
+def test_a_listing_that_fails_on_the_network_ends_the_pass_with_nothing_fetched() -> None:
     rest = Rest()
-    book = held(rest, ("l-1", "OPEN", T, "limit"))
-    rest.order("l-1", "CANCELLED", T + 1)
+    book = held(rest, *((f"l-{n}", "OPEN", T, "limit") for n in range(50)))
     rest.listing_error = TransportError("connect failed")
     with pytest.raises(TransportError, match="connect failed"):
         asyncio.run(book.reconcile())
-    # without the listing every held order was fetched, and its answer kept
-    assert rest.fetched == ["l-1"] and book.orders["l-1"].status == "CANCELLED"
+    # not fifty fetches that would fail the same way, each after its own timeout
+    assert rest.fetched == []
     assert book.reconciles == 1  # the pass in held(): this one did not complete
+    assert len(book) == 50  # kept
+
+
+def test_a_fetch_that_fails_on_the_network_is_raised_after_the_others_are_applied() -> None:
+    rest = Rest()
+    book = held(rest, ("l-1", "OPEN", T, "limit"), ("m-1", "pending", T, "market"))
+    rest.order("l-1", "CANCELLED", T + 1)
+    real = rest.afetch_order
+
+    async def fetch(order_id: str) -> Mapping[str, Any]:
+        if order_id == "m-1":
+            raise TransportError("connection reset")
+        return await real(order_id)
+
+    rest.afetch_order = fetch  # type: ignore[method-assign]
+    with pytest.raises(TransportError, match="connection reset"):
+        asyncio.run(book.reconcile())
+    assert book.orders["l-1"].status == "CANCELLED"  # read, and kept
+    assert book.reconciles == 1
 
 
 class Session:

@@ -158,7 +158,8 @@ class Reconciler:
     ) -> list[OrderEvent]:
         """List, fetch what the plan leaves, ``apply`` each answer (a REST read); the
         changes. InvalidResponse (the contract), else TransportError (the network), is
-        raised once what was read is applied."""
+        raised once what was read is applied; a listing that fails on the network is
+        raised at once, nothing fetched."""
         mismatch: InvalidResponse | None = None
         network: TransportError | None = None
         try:
@@ -168,10 +169,13 @@ class Reconciler:
             await self._list_recent(client, plan)
         except InvalidResponse as exc:
             mismatch = exc  # the profile or the contract: raised once known orders are read
+        except TransportError as exc:
+            # the service is unreachable: fetching every held order would only fail the
+            # same way, each after its own timeout; nothing read, nothing to apply
+            _log.warning("reconcile: listing limit orders failed: %s", exc)
+            raise
         except ToolkitError as exc:
             # e.g. the route is not active yet (404): every held order is fetched instead
-            if isinstance(exc, TransportError):
-                network = exc
             _log.warning("reconcile: listing limit orders failed: %s", exc)
         to_fetch = plan.to_fetch()
         plan.fetched = len(to_fetch)

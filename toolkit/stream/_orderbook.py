@@ -14,11 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolkit.errors import (
-    InvalidRequest,
-    ToolkitError,
-    TransportError,
-)
+from toolkit.errors import InvalidRequest, ToolkitError, TransportError
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._book_inbox import BookInbox
 from toolkit.stream._book_reconcile import (
@@ -131,13 +127,12 @@ class OrderBook:
     market orders, created meanwhile): its cost is what changed, and ``last_reconcile``
     says what it did; a pass begun within ``listing_slack_ms`` of a gap's end is followed
     by one more once the eventually consistent listing has caught up with the gap. A
-    reconcile asked for while one runs is folded into the next one.
-    A reconcile that fails on the network (TransportError) is tried again every quarter
-    of ``unreachable_after`` seconds (by default twice the client's ``timeout``); once
-    they have failed that long, ``run`` ends with one TransportError that says the
-    service looks gone, the book keeping its state. Every change is emitted to listeners
-    as an OrderEvent,
-    ``reconciled=True`` when it came from REST. Notifications keep being applied while a
+    reconcile asked for while one runs is folded into the next one. A reconcile that
+    fails on the network (TransportError) is tried again every quarter of
+    ``unreachable_after`` seconds (by default twice the client's ``timeout``); once they
+    have failed that long, ``run`` ends with one TransportError that says the service
+    looks gone, the book keeping its state. Every change is emitted to listeners as an
+    OrderEvent, ``reconciled=True`` when it came from REST. Notifications keep being applied while a
     reconcile waits on REST, except those of an order it re-reads, applied after its
     answer (as notifications after a REST read); at most ``inbox_size`` wait to be
     applied: one more is dropped, counted in ``dropped`` (the first drop logged as a
@@ -410,9 +405,10 @@ class OrderBook:
         Returns the changes (OrderEvents with ``reconciled=True``). An order that is gone
         (404) is left as it was; a listing that fails (a route not active yet, a 5xx) is
         logged and every order it would have confirmed is fetched, and a fetchOrder that
-        fails is logged. Under ``run``, the notifications of an order being re-read wait
-        until the answers are applied, then are applied as notifications after a REST
-        read; the others are applied meanwhile.
+        fails is logged; a listing that fails on the network ends the pass at once. Under
+        ``run``, the notifications of an order being re-read wait until the answers are
+        applied, then are applied as notifications after a REST read; the others are
+        applied meanwhile.
 
         Raises
         ------
@@ -422,8 +418,8 @@ class OrderBook:
             so it is raised, not logged, once the other orders read are applied.
         TransportError
             A listing or a fetchOrder failed on the network: raised once what was read is
-            applied, and the pass is not counted in ``reconciles`` (``run`` tries again,
-            and ends when the service stays unreachable).
+            applied (at once for a listing), and the pass is not counted in ``reconciles``
+            (``run`` tries again, and ends when the service stays unreachable).
         """
         client = self._require_client()
         asked = self._passes + 1  # the first pass to begin from now on answers this call
