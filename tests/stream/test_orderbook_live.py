@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _book_spy import Counting
 
 from toolkit.client._client import Client
 from toolkit.errors import TransportError
@@ -76,21 +77,6 @@ async def mismatches(book: OrderBook, client: Client) -> list[str]:
                 f"rest {order['status']}@{updated_ms}"
             )
     return out
-
-
-class Counting:
-    """The client, with its fetchOrder calls counted by order id; the rest is its own."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.fetched: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def afetch_order(self, order_id: str) -> Mapping[str, Any]:
-        self.fetched.append(order_id)
-        return await self._client.afetch_order(order_id)
 
 
 def listed_id(client: Client, item: dict[str, Any]) -> str:

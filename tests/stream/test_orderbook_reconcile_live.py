@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
+from _book_spy import Counting
 
 from toolkit.client._client import Client
 from toolkit.errors import TransportError
@@ -22,22 +21,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Counting:
-    """The client, with its fetchOrder calls counted by order id (what a reconcile
-    re-reads); everything else is the client's own."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.fetched: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def afetch_order(self, order_id: str) -> Mapping[str, Any]:
-        self.fetched.append(order_id)
-        return await self._client.afetch_order(order_id)
 
 
 async def test_a_reconcile_fetches_what_changed_not_what_is_open(fresh_sim: Simulator) -> None:
