@@ -151,6 +151,35 @@ def test_items_without_updated_at_cannot_confirm_anything(tmp_path: Path) -> Non
     assert sorted(service.fetched) == sorted(service.live()) and result.reconciled == 0
 
 
+class NumericIds(Listing):
+    """Orders with digit ids, which the listing of live statuses writes as numbers: a
+    contract break (spec 2.4: the id is a string)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for n, order in enumerate(self.orders):
+            order["id"] = str(1000 + n)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        response = super().__call__(request)
+        status = parse_qs(request.url.query.decode()).get("status", [None])[0]
+        if status != ",".join(LIVE_LIMIT_STATUSES):
+            return response
+        body = json.loads(response.content)
+        for item in body["orders"]:
+            item["id"] = int(item["id"])
+        return httpx.Response(200, content=json.dumps(body).encode())
+
+
+def test_items_with_a_numeric_id_confirm_nothing(tmp_path: Path) -> None:
+    service = NumericIds()
+    store, client = synced(service, tmp_path)
+    with client:
+        result = store.sync(client)
+    # the same order by its id's text, but an item that breaks the contract is not trusted
+    assert sorted(service.fetched) == sorted(service.live()) and result.reconciled == 0
+
+
 def test_a_recent_unchanged_order_is_not_fetched_again(tmp_path: Path) -> None:
     # fetched a minute ago and shown unchanged: re-reading it would prove nothing more
     service = Listing()

@@ -47,6 +47,9 @@ FINALIZED: frozenset[str] = frozenset(ALL_LIMIT_STATUSES) - ACTIVE
 #: "executed at the provider, awaiting finalization" (spec 3.1), it still becomes closed
 #: (with the extended fields) or rejected
 TERMINAL: frozenset[str] = frozenset({"CLOSED", "EXPIRED", "CANCELLED", "REJECTED"})
+#: limit-order statuses that can still change: the listing filter of reconciliation (the
+#: order store's sync and the order book), wider than ACTIVE (CANCELLING, EXECUTED)
+LIVE_LIMIT_STATUSES: tuple[str, ...] = tuple(s for s in ALL_LIMIT_STATUSES if s not in TERMINAL)
 VALID_STATUS_VALUES: tuple[str, ...] = (*ALL_LIMIT_STATUSES, "ACTIVE", "FINALIZED")
 
 

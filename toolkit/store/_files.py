@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit._atomic import atomic_write, atomic_write_text, fsync_path
 from toolkit.errors import InvalidRequest, ToolkitError
-from toolkit.protocol import ALL_LIMIT_STATUSES, TERMINAL
+from toolkit.protocol import LIVE_LIMIT_STATUSES as LIVE_LIMIT_STATUSES  # the sync's filter
+from toolkit.protocol import TERMINAL
 from toolkit.store._state import read_state, write_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,8 +41,6 @@ SNAPSHOT_TRIES = 10
 
 #: statuses after which an order never changes again (protocol.TERMINAL)
 FINAL_STATUSES = TERMINAL
-#: limit-order statuses that can still change: the listing filter of reconciliation
-LIVE_LIMIT_STATUSES = tuple(s for s in ALL_LIMIT_STATUSES if s not in FINAL_STATUSES)
 
 #: where an order came from, in the ``_source`` column (first discovery)
 SOURCES = ("listing", "recording", "ids", "live")

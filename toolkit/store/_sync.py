@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from toolkit.client._concurrency import AdaptiveLimit, check_concurrency, gated, pump
 from toolkit.client._identity import account_of
-from toolkit.client._items import ListItems
+from toolkit.client._items import ListedState, ListItems, listed_state, listing_confirms
 from toolkit.client._loaders import LISTING_OVERLAP_S, ListingStop, _overlap_ms
 from toolkit.client._pagination import check_page_rule
 from toolkit.errors import InvalidResponse, OrderNotFound, RouteNotActive, TransportError
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger("toolkit.store")
 
 #: the state a listing shows of an order: (status, updatedAt in Unix ms)
-Hint = tuple[str, int | None]
+Hint = ListedState
 #: one order to read: its id, where it came from, what the listing shows of it (or None)
 Job = tuple[str, str, Hint | None]
 
@@ -178,15 +178,6 @@ async def merged(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _hint(reader: ListItems, item: Mapping[str, Any]) -> Hint | None:
-    """What a listing item shows of its order (status, updatedAt), or None when it does
-    not read (the order is fetched)."""
-    try:
-        return reader.status(item, "reconciliation"), reader.updated_ms(item)
-    except InvalidResponse:
-        return None
-
-
 def _created_or_none(reader: ListItems, item: Mapping[str, Any]) -> int | None:
     """The creation moment of a listing item, or None when it has none that reads."""
     try:
@@ -265,7 +256,7 @@ async def run_sync(
                     listed_newest = max(created, listed_newest or created)
                     oid = reader.order_id(item)
                     if oid not in index:
-                        yield oid, "listing", _hint(reader, item)
+                        yield oid, "listing", listed_state(reader, item)
             listing_done = True
         except RouteNotActive as exc:
             result.listing_error = str(exc)
@@ -336,18 +327,14 @@ async def run_sync(
                         if entry is None:
                             if oid not in index:
                                 # live and older than the mark
-                                yield oid, "listing", _hint(reader, item)
+                                yield oid, "listing", listed_state(reader, item)
                             continue
                         seen.add(oid)
-                        updated = reader.updated_ms(item)
-                        if (
-                            updated is not None
-                            and entry.updated_ms == updated
-                            and entry.status == reader.status(item, "reconciliation")
-                        ):
+                        shown = listed_state(reader, item)
+                        if listing_confirms(shown, entry.status, entry.updated_ms):
                             result.reconciled += 1
                             continue
-                        yield oid, entry.source, _hint(reader, item)
+                        yield oid, entry.source, shown
                 complete = True
             except RouteNotActive:
                 pass  # the main listing reports it; every live order is fetched below

@@ -4,6 +4,7 @@ flood while a reconcile waits on REST costs no more than ``size`` events of memo
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable, Container
 
@@ -21,12 +22,13 @@ class BookInbox:
     (``release``): a notification that came during the read is then judged as one after
     the REST read, as the book's tie rules expect. At most ``size`` wait in both: one more
     is dropped and handed to ``on_drop``, and a reconcile is asked for
-    (``reconcile_wanted``), since REST is the source of truth. A ``gap`` asks for one too.
+    (``reconcile_wanted``), since REST is the source of truth. A ``gap`` asks for one too,
+    and is noted in ``gap_at`` (``time.monotonic()`` when it was taken).
     Session events are not kept: the loop reads the session's state itself. ``wake`` is
     set whenever there is something new for the loop to look at.
     """
 
-    __slots__ = ("events", "held", "on_drop", "reconcile_wanted", "size", "wake")
+    __slots__ = ("events", "gap_at", "held", "on_drop", "reconcile_wanted", "size", "wake")
 
     def __init__(self, size: int, on_drop: Callable[[OrderEvent], None]) -> None:
         self.size = size
@@ -34,6 +36,7 @@ class BookInbox:
         self.events: deque[OrderEvent] = deque()
         self.held: deque[OrderEvent] = deque()
         self.reconcile_wanted = False
+        self.gap_at: float | None = None
         self.wake = asyncio.Event()
 
     def take(self, event: object) -> None:
@@ -48,6 +51,7 @@ class BookInbox:
         elif isinstance(event, SessionEvent):
             if event.kind == "gap":
                 self.reconcile_wanted = True
+                self.gap_at = time.monotonic()
         else:
             return
         self.wake.set()

@@ -14,10 +14,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from toolkit.errors import InvalidRequest, InvalidResponse, OrderNotFound, ToolkitError
-from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile, find_field, get_path
-from toolkit.protocol import ALL_LIMIT_STATUSES, to_epoch_ms
+from toolkit.errors import InvalidRequest, ToolkitError, TransportError
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.stream._book_inbox import BookInbox
+from toolkit.stream._book_reconcile import (
+    Outage,
+    ReconcilePlan,
+    Reconciler,
+    ReconcileStats,
+    settle_delay,
+)
 from toolkit.stream._events import FINAL_STATUSES, OrderEvent, order_event
 from toolkit.stream._ports import OrderSource
 
@@ -47,15 +53,6 @@ _REARM_FROM = frozenset({"TRIGGERED", "PROCESSING"})
 #: reconcile period when the service publishes only execution outcomes on watchOrders
 #: (profile ``stream.limit_events`` = ``outcome_only``) and none was given
 OUTCOME_ONLY_RECONCILE_S = 5.0
-
-
-def _epoch_ms(value: Any, unit: str) -> int:
-    """Unix milliseconds of a listing time (seconds by magnitude under ``auto``), 0 when
-    absent or not a time."""
-    try:
-        return to_epoch_ms(value, unit) or 0
-    except (InvalidResponse, OverflowError, ValueError):
-        return 0
 
 
 def _check_int(name: str, value: object, least: int) -> None:
@@ -124,10 +121,18 @@ class OrderBook:
 
     ``run`` subscribes ``watchOrders`` and reconciles at start and after every ``gap`` of
     the session (and every ``reconcile_interval`` seconds when set, which also covers a
-    service that publishes only execution outcomes); ``reconcile`` re-reads every known
-    order that is not final with fetchOrder and lists the ACTIVE limit orders to find
-    the ones created meanwhile. Every change is emitted to listeners as an OrderEvent,
-    ``reconciled=True`` when it came from REST. Notifications keep being applied while a
+    service that publishes only execution outcomes); ``reconcile`` lists the limit orders
+    that can still change, which confirms those the book holds in the listed status and
+    ``updatedAt``, and fetches by id only the rest (changed, missing from the listing,
+    market orders, created meanwhile): its cost is what changed, and ``last_reconcile``
+    says what it did; a pass begun within ``listing_slack_ms`` of a gap's end is followed
+    by one more once the eventually consistent listing has caught up with the gap. A
+    reconcile asked for while one runs is folded into the next one. A reconcile that
+    fails on the network (TransportError) is tried again every quarter of
+    ``unreachable_after`` seconds (by default twice the client's ``timeout``); once they
+    have failed that long, ``run`` ends with one TransportError that says the service
+    looks gone, the book keeping its state. Every change is emitted to listeners as an
+    OrderEvent, ``reconciled=True`` when it came from REST. Notifications keep being applied while a
     reconcile waits on REST, except those of an order it re-reads, applied after its
     answer (as notifications after a REST read); at most ``inbox_size`` wait to be
     applied: one more is dropped, counted in ``dropped`` (the first drop logged as a
@@ -154,6 +159,7 @@ class OrderBook:
         listing_slack_ms: int = 5_000,
         profile: ServiceProfile | None = None,
         inbox_size: int = 10_000,
+        unreachable_after: float | Literal["auto"] = "auto",
     ) -> None:
         _check_int("history_limit", history_limit, 0)
         _check_int("history_per_order", history_per_order, 1)
@@ -169,10 +175,17 @@ class OrderBook:
         self._history_limit = history_limit
         self._history_per_order = history_per_order
         self._reconcile_interval: float | None = reconcile_interval
-        self._listing_slack_ms = listing_slack_ms
         self._inbox_size = inbox_size
-        #: newest createdAt seen in the listing (server clock): where the next pass stops
-        self._recent_mark: int | None = None
+        self._unreachable_after = Outage.limit_for(client, unreachable_after)
+        #: False: every order not final is fetched by id (the strategy before the listing
+        #: confirmed limit orders; kept selectable for bench/bench_book.py)
+        self._trust_listing = True
+        #: reconcile passes begun, and the last one ended: (its number, changes or error)
+        self._passes = 0
+        self._last_pass: tuple[int, list[OrderEvent] | BaseException] | None = None
+        #: what the last reconcile did (fetchOrder calls, orders the listing confirmed)
+        self.last_reconcile: ReconcileStats | None = None
+        self._reconciler = Reconciler(profile, listing_slack_ms)
         self._orders: dict[str, OrderState] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._listeners: list[Callable[[OrderEvent], Any]] = []
@@ -373,15 +386,28 @@ class OrderBook:
         return self._client
 
     async def reconcile(self) -> list[OrderEvent]:
-        """Re-read over REST every known order that is not final, every ACTIVE limit
-        order the book does not hold final, and every limit order created since the
-        previous reconcile (see ``_list_recent``); apply what changed.
+        """Confirm over REST the orders the book holds that are not final, and find the
+        limit orders created meanwhile; apply what changed.
+
+        The listing of the limit orders that can still change (spec 4.2) confirms the ones
+        it shows with the status and ``updatedAt`` the book holds (spec 4.4: ``orderId`` +
+        ``status`` + ``updatedAt``): those are not fetched. Fetched by id (fetchOrder):
+        limit orders it shows otherwise, or that it does not show (finished meanwhile, or
+        too new for the eventually consistent listing), or that an item shows without a
+        status, ``updatedAt`` or string id the book can trust; the orders no listing shows
+        (market orders); and every limit order created since the previous reconcile (see
+        ``_list_recent``) that the book does not hold as listed. A reconcile thus costs
+        what changed, not what is open; ``last_reconcile`` says what it did.
+
+        A reconcile asked for while one runs is folded into the next one: every caller
+        that asked meanwhile gets that next one's result (or error), so at most one waits.
 
         Returns the changes (OrderEvents with ``reconciled=True``). An order that is gone
-        (404) is left as it was; a listing that fails otherwise (a route not active yet,
-        the network, a 5xx) is logged and skipped, and so is a fetchOrder that fails.
-        Under ``run``, the notifications of an order being re-read wait until the answers
-        are applied, then are applied as notifications after a REST read; the others are
+        (404) is left as it was; a listing that fails (a route not active yet, a 5xx) is
+        logged and every order it would have confirmed is fetched, and a fetchOrder that
+        fails is logged; a listing that fails on the network ends the pass at once. Under
+        ``run``, the notifications of an order being re-read wait until the answers are
+        applied, then are applied as notifications after a REST read; the others are
         applied meanwhile.
 
         Raises
@@ -390,105 +416,51 @@ class OrderBook:
             An answer that does not match the profile or the contract (e.g. a listing item
             without the id ``listing.id_field`` names): no later pass could read it either,
             so it is raised, not logged, once the other orders read are applied.
+        TransportError
+            A listing or a fetchOrder failed on the network: raised once what was read is
+            applied (at once for a listing), and the pass is not counted in ``reconciles``
+            (``run`` tries again, and ends when the service stays unreachable).
         """
         client = self._require_client()
+        asked = self._passes + 1  # the first pass to begin from now on answers this call
         async with self._reconcile_lock:
-            to_fetch: dict[str, None] = {
-                oid: None for oid, state in self._orders.items() if not state.final
-            }
-            self._reading = to_fetch  # filled further by the listings
+            last = self._last_pass
+            if last is not None and last[0] >= asked:
+                if isinstance(last[1], BaseException):
+                    raise last[1]
+                return list(last[1])
+            self._passes += 1
+            number = self._passes
+            plan = ReconcilePlan(self._orders, trust_listing=self._trust_listing)
+            self._reading = plan.reading  # filled further by the listings
             try:
-                return await self._read(client, to_fetch)
+                changes = await self._read(client, plan)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self._last_pass = (number, exc)
+                raise
             finally:
                 self._reading = None
                 for inbox in self._inboxes:
                     inbox.release(self.apply)
+            self._last_pass = (number, changes)
+            return list(changes)
 
-    async def _read(self, client: OrderSource, to_fetch: dict[str, None]) -> list[OrderEvent]:
-        """One pass of ``reconcile``: list, fetch ``to_fetch`` and apply the answers."""
-        mismatch: InvalidResponse | None = None
+    async def _read(self, client: OrderSource, plan: ReconcilePlan) -> list[OrderEvent]:
+        """One pass of ``reconcile``: list, fetch what the plan leaves and apply it."""
+        started = time.perf_counter()
         try:
-            async for item in client.aiter_limit_orders(status="ACTIVE"):
-                self._consider(item, to_fetch)
-            await self._list_recent(client, to_fetch)
-        except InvalidResponse as exc:
-            mismatch = exc  # the profile or the contract: raised once known orders are read
-        except ToolkitError as exc:
-            # e.g. the route is not active yet (404): known orders are still re-read
-            _log.warning("reconcile: listing limit orders failed: %s", exc)
-        results = await asyncio.gather(
-            *(self._fetch(client, oid) for oid in to_fetch), return_exceptions=True
-        )
-        changes: list[OrderEvent] = []
-        for oid, result in zip(to_fetch, results, strict=True):
-            if isinstance(result, BaseException):
-                if isinstance(result, asyncio.CancelledError):
-                    raise result
-                if isinstance(result, InvalidResponse):
-                    mismatch = mismatch or result
-                else:
-                    _log.warning("reconcile: fetchOrder %s failed: %s", oid, result)
-                continue
-            if result is None:
-                continue
-            event = self.apply(result, reconciled=True)
-            if event is not None:
-                changes.append(event)
-        if mismatch is not None:
-            raise mismatch
-        self.reconciles += 1
-        _log.debug("reconcile: %d read, %d changed", len(to_fetch), len(changes))
-        return changes
-
-    def _consider(self, item: Mapping[str, Any], to_fetch: dict[str, None]) -> None:
-        """Queue a listed order for fetchOrder unless the book already holds it final."""
-        name = find_field(item, self.profile.listing.id_field, ID_CANDIDATES)
-        value = get_path(item, name) if name is not None else None
-        oid = "" if value is None else str(value)
-        known = self._orders.get(oid)
-        if oid and (known is None or not known.final):
-            to_fetch[oid] = None
-
-    async def _list_recent(self, client: OrderSource, to_fetch: dict[str, None]) -> None:
-        """Queue the limit orders created since the previous reconcile, whatever their
-        status now: one created and finished inside a gap (or, when the service publishes
-        only outcomes, between two reconciles) is in no ACTIVE listing.
-
-        The listing is newest first, so it stops at the first order older than the newest
-        one seen last time (minus ``listing_slack_ms``, for its eventual consistency). The
-        first pass only takes that mark: the history before it is the loaders' job.
-        """
-        mark = self._recent_mark
-        newest: int | None = None
-        listing, unit = self.profile.listing, self.profile.orders.timestamp_unit
-        pages = client.aiter_limit_orders(status=list(ALL_LIMIT_STATUSES))
-        try:
-            async for item in pages:
-                stamp = get_path(item, listing.created_at_field)
-                if stamp is None:
-                    stamp = item.get("createdAt")
-                created = _epoch_ms(stamp, unit)
-                if newest is None or created > newest:
-                    newest = created
-                if mark is None or created < mark - self._listing_slack_ms:
-                    break
-                self._consider(item, to_fetch)
+            changes = await self._reconciler.read(client, plan, self.apply)
         finally:
-            close = getattr(pages, "aclose", None)
-            if close is not None:
-                await close()
-        if newest is not None and (mark is None or newest > mark):
-            self._recent_mark = newest
-        elif newest is None and mark is None:
-            # no limit order at all yet: every order listed from now on is new
-            self._recent_mark = 0
-
-    @staticmethod
-    async def _fetch(client: OrderSource, order_id: str) -> dict[str, Any] | None:
-        try:
-            return dict(await client.afetch_order(order_id))
-        except OrderNotFound:
-            return None
+            self.last_reconcile = ReconcileStats(
+                fetched=plan.fetched,
+                confirmed=plan.confirmed,
+                changed=plan.changed,
+                seconds=time.perf_counter() - started,
+            )
+        self.reconciles += 1
+        return changes
 
     async def run(self, session: StreamSession | None = None) -> None:
         """Follow the account's orders until cancelled (or the session ends).
@@ -512,7 +484,9 @@ class OrderBook:
     async def _follow(self, session: StreamSession) -> None:
         inbox = BookInbox(self._inbox_size, self._drop)
         loop = asyncio.get_running_loop()
+        outage = Outage(self._unreachable_after)
         running: asyncio.Task[list[OrderEvent]] | None = None
+        started = began = 0.0
         timer: asyncio.TimerHandle | None = None
         remove = session.add_callback(inbox.take)
         self._inboxes.append(inbox)
@@ -525,14 +499,22 @@ class OrderBook:
                 inbox.drain(self.apply, self._reading)
                 if running is not None and running.done():
                     task, running = running, None
-                    task.result()  # its InvalidResponse ends the book
-                    if self._reconcile_interval is not None:
-                        timer = loop.call_later(self._reconcile_interval, inbox.ask_reconcile)
+                    try:
+                        task.result()  # its InvalidResponse ends the book
+                    except TransportError as exc:
+                        if outage.failed(started, loop.time()):
+                            raise outage.error(loop.time(), exc) from exc
+                        # the book is not confirmed: try again soon, not at the next gap
+                        timer = loop.call_later(outage.retry_s, inbox.ask_reconcile)
+                    else:
+                        outage.succeeded()
+                        timer = self._next_pass(loop, inbox, began)
                 if running is None and inbox.reconcile_wanted:
                     inbox.reconcile_wanted = False
                     if timer is not None:
                         timer.cancel()
                         timer = None
+                    started, began = loop.time(), time.monotonic()
                     running = loop.create_task(self.reconcile())
                     running.add_done_callback(lambda _: inbox.wake.set())
                 elif running is None and session.closed:
@@ -552,6 +534,20 @@ class OrderBook:
                     running.exception()  # retrieved: the book ends with its own error
             finally:
                 self._inboxes.remove(inbox)
+
+    def _next_pass(
+        self, loop: asyncio.AbstractEventLoop, inbox: BookInbox, began: float
+    ) -> asyncio.TimerHandle | None:
+        """The timer of the next pass after one that succeeded (begun at ``began``,
+        ``time.monotonic()``): the periodic one, or the one that settles a gap the
+        listing may not have caught up with (``settle_delay``), whichever comes first."""
+        delays = [] if self._reconcile_interval is None else [self._reconcile_interval]
+        if self._trust_listing:
+            lag_s = self._reconciler.listing_slack_ms / 1000
+            settle = settle_delay(inbox.gap_at, began, time.monotonic(), lag_s)
+            if settle is not None:
+                delays.append(settle)
+        return loop.call_later(min(delays), inbox.ask_reconcile) if delays else None
 
     # -- views -------------------------------------------------------------------------
 
