@@ -12,6 +12,7 @@ BENCHES = (
     "bench_load.py",
     "bench_record.py",
     "bench_subscribe.py",
+    "bench_book.py",
     "bench_widgets.py",
     "bench_report.py",
     "bench_faults.py",
