@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit docs bench clean
+.PHONY: install demo test lint typecheck unit live-under-load docs bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,6 +28,13 @@ typecheck: install
 unit: install
 	$(VENV)/bin/pytest -q
 
+# field conditions: the live tests (marker `live`, tests/conftest.py LIVE) again, with
+# LOAD CPU-bound processes (one per core of a 2-core machine) started and stopped by the
+# session fixture `cpu_load`
+LOAD ?= 2
+live-under-load: install
+	TOOLKIT_TEST_LOAD=$(LOAD) $(VENV)/bin/pytest -q -m live
+
 # the documentation site into out/site (offline; a warning is an error). It renders the
 # notebooks executed by `unit` (out/notebooks/) and runs any that are missing or stale.
 # Run from out/ so the notebook plugin's cache (.cache/) lands there too.
@@ -35,7 +42,7 @@ docs: install
 	mkdir -p out
 	cd out && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict --quiet -f ../mkdocs.yml
 
-test: lint typecheck unit docs
+test: lint typecheck unit live-under-load docs
 
 bench: install
 	$(PY) bench/run_all.py
