@@ -25,18 +25,20 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
+# every test but the live ones, which `live-under-load` runs (`make test` runs both)
 unit: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -m "not live"
 
-# field conditions: the live tests (marker `live`, tests/conftest.py LIVE) again, with
-# LOAD CPU-bound processes (one per core of a 2-core machine) started and stopped by the
-# session fixture `cpu_load`
+# field conditions: the live tests (marker `live`: streams, recorder, views, notebooks
+# 02-05, real browsers; tests/conftest.py LIVE) with LOAD CPU-bound processes (one per
+# core of a 2-core machine) that the session fixture `cpu_load` starts and stops
 LOAD ?= 2
 live-under-load: install
 	TOOLKIT_TEST_LOAD=$(LOAD) $(VENV)/bin/pytest -q -m live
 
 # the documentation site into out/site (offline; a warning is an error). It renders the
-# notebooks executed by `unit` (out/notebooks/) and runs any that are missing or stale.
+# notebooks executed by `unit` and `live-under-load` (out/notebooks/) and runs any that
+# are missing or stale.
 # Run from out/ so the notebook plugin's cache (.cache/) lands there too.
 docs: install
 	mkdir -p out
