@@ -60,6 +60,7 @@ LIVE = (
     "recording/test_profile_live.py",
     "recording/test_payload_misses.py",
     "recording/test_replay.py",
+    "cli/test_record.py",
     "browser/test_live_views_browser.py",
     "browser/test_notebook02_voila.py",
     "test_notebooks.py::test_notebook_runs_offline[02_live_views]",
