@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit docs bench clean
+.PHONY: install demo test lint typecheck unit live-under-load docs bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,17 +25,26 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
+# every test but the live ones, which `live-under-load` runs (`make test` runs both)
 unit: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -m "not live"
+
+# field conditions: the live tests (marker `live`: streams, recorder, views, notebooks
+# 02-05, real browsers; tests/conftest.py LIVE) with LOAD CPU-bound processes (one per
+# core of a 2-core machine) that the session fixture `cpu_load` starts and stops
+LOAD ?= 2
+live-under-load: install
+	TOOLKIT_TEST_LOAD=$(LOAD) $(VENV)/bin/pytest -q -m live
 
 # the documentation site into out/site (offline; a warning is an error). It renders the
-# notebooks executed by `unit` (out/notebooks/) and runs any that are missing or stale.
+# notebooks executed by `unit` and `live-under-load` (out/notebooks/) and runs any that
+# are missing or stale.
 # Run from out/ so the notebook plugin's cache (.cache/) lands there too.
 docs: install
 	mkdir -p out
 	cd out && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict --quiet -f ../mkdocs.yml
 
-test: lint typecheck unit docs
+test: lint typecheck unit live-under-load docs
 
 bench: install
 	$(PY) bench/run_all.py

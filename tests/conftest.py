@@ -4,6 +4,11 @@ under each service profile of ``profiles/`` (the default and a deliberately diff
 ``TOOLKIT_TEST_PROFILES`` (comma-separated names of ``profiles/*.toml``) picks the profiles;
 all of them by default. The simulator's own tests (tests/sim/) pin the default profile and
 test the other one in tests/sim/test_profiles.py.
+
+Field conditions: the tests under ``LIVE`` (streams, recorder, order book, views, the
+notebooks that run live, the real-browser tests) carry the ``live`` marker, and
+``TOOLKIT_TEST_LOAD=N`` keeps N CPU-bound processes running for the whole session
+(``make live-under-load`` runs the live tests so, with both cores busy).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _cpu_load import CpuLoad, load_from_env
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
 from toolkit.sim import Simulator
@@ -43,6 +49,50 @@ def test_profiles() -> dict[str, ServiceProfile]:
 
 test_profiles.__test__ = False  # type: ignore[attr-defined]
 PROFILES = test_profiles()
+
+# the live tests: they talk to a running engine, a stream or a browser and wait on what
+# it does (node ids relative to tests/, matched as prefixes: a folder takes every test
+# under it). test_cpu_load.py is here so the stage shows its load works.
+LIVE = (
+    "stream/",
+    "widgets/",
+    "recording/test_recorder",
+    "recording/test_profile_live.py",
+    "recording/test_payload_misses.py",
+    "recording/test_replay.py",
+    "cli/test_record.py",
+    "browser/test_live_views_browser.py",
+    "browser/test_notebook02_voila.py",
+    "test_notebooks.py::test_notebook_runs_offline[02_live_views]",
+    "test_notebooks.py::test_notebook_runs_offline[03_record_and_read]",
+    "test_notebooks.py::test_notebook_runs_offline[04_execution_report]",
+    "test_notebooks.py::test_notebook_runs_offline[05_cookbook]",
+    "test_cpu_load.py",
+)
+
+
+def is_live(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` (relative to the repository) is one of ``LIVE``."""
+    rel = nodeid.removeprefix("tests/")
+    return any(rel == spec or rel.startswith(spec) for spec in LIVE)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_live(item.nodeid):
+            item.add_marker(pytest.mark.live)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_load() -> Iterator[CpuLoad | None]:
+    """``TOOLKIT_TEST_LOAD=N``: N CPU-bound processes for the whole session, stopped and
+    reaped at its end (also after Ctrl-C, which pytest ends with the session teardown)."""
+    load = load_from_env()
+    if load is None:
+        yield None
+        return
+    with load:
+        yield load
 
 
 @pytest.fixture(scope="session", params=list(PROFILES), ids=lambda name: f"profile={name}")

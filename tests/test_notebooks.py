@@ -43,6 +43,44 @@ ARTEFACTS = {
 }
 
 
+# what the live part of each notebook must have produced, read in its kernel after its
+# last cell: a name -> (an expression, the least value it may have). Timing assumptions
+# show here first (a recorder not subscribed yet, stopped before the data came in).
+LIVE_DATA = {
+    "03_record_and_read": {
+        "notifications of its orders recorded": ('int(orders["order_id"].isin(placed).sum())', 9),
+        "ticker rows recorded": ("len(ticks)", 1),
+    },
+    "04_execution_report": {
+        "orders with an arrival mid": ('int(live["per_order"]["arrival_mid"].notna().sum())', 3),
+        "orders with a +0 s markout": ('int(live["per_order"]["markout_0s_bp"].notna().sum())', 3),
+    },
+    "05_cookbook": {
+        "orders in the recording": ("int(pd.Series(placed).isin(recorded_ids).sum())", 5),
+        "their fills": ("len(mine)", 5),
+    },
+}
+_PROBE_MARK = "live-data: "
+
+
+def _probe_cell(stem: str) -> nbformat.NotebookNode | None:
+    """A last cell printing the values of LIVE_DATA[stem] as one JSON line."""
+    checks = LIVE_DATA.get(stem)
+    if not checks:
+        return None
+    values = ", ".join(f"{name!r}: {expr}" for name, (expr, _) in checks.items())
+    return nbformat.v4.new_code_cell(
+        f"import json as _json\nprint({_PROBE_MARK!r} + _json.dumps({{{values}}}))"
+    )
+
+
+def _probe_values(cell: nbformat.NotebookNode) -> dict[str, int]:
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+    (line,) = [x for x in text.splitlines() if x.startswith(_PROBE_MARK)]
+    values: dict[str, int] = json.loads(line.removeprefix(_PROBE_MARK))
+    return values
+
+
 # top-level names each notebook uses beyond tk.Simulator / tk.Client
 NEEDS = {
     "01_load_orders": [],
@@ -134,6 +172,9 @@ def test_notebook_runs_offline(path: Path, tmp_path: Path, monkeypatch: pytest.M
     # the kernel inherits this environment: the notebook writes its files under tmp_path
     monkeypatch.setenv("TOOLKIT_NOTEBOOK_OUT", str(tmp_path))
     nb = nbformat.read(path, as_version=4)
+    probe = _probe_cell(path.stem)
+    if probe is not None:
+        nb.cells.append(probe)
     client = NotebookClient(
         nb,
         timeout=TIME_LIMIT_S,  # per cell; the whole run is checked below
@@ -144,6 +185,11 @@ def test_notebook_runs_offline(path: Path, tmp_path: Path, monkeypatch: pytest.M
     client.execute()  # raises CellExecutionError on the first failing cell
     elapsed = time.monotonic() - started
     assert elapsed < TIME_LIMIT_S, f"{path.stem} took {elapsed:.0f} s"
+    if probe is not None:
+        nb.cells.remove(probe)  # (not part of the executed copy the docs show)
+        values = _probe_values(probe)
+        for name, (_, least) in LIVE_DATA[path.stem].items():
+            assert values[name] >= least, f"{path.stem}: {name}: {values[name]} < {least}"
 
     text = _output_text(nb)
     for secret in SECRETS:

@@ -88,12 +88,18 @@ class _Rows(html.parser.HTMLParser):
             self.status.append(data.strip())
 
 
-async def _until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+async def _until(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
-        assert loop.time() < deadline, "condition not met in time"
+        assert loop.time() < deadline, f"{what}: not within {timeout} s"
         await asyncio.sleep(0.02)
+
+
+def _painted(*views: Any) -> Callable[[], bool]:
+    """Whether every change the views took is painted into their widgets (the throttle
+    paints the last one when its window opens)."""
+    return lambda: not any(view._dirty() for view in views)
 
 
 def _export(views: list[Any], page: Path, embed_js: Path) -> None:
@@ -112,6 +118,7 @@ def _export(views: list[Any], page: Path, embed_js: Path) -> None:
     )
 
 
+@pytest.mark.timeout(360)  # four Chromium runs, slow with both cores busy
 def test_live_views_render_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
     from toolkit.widgets import OrderStatusView, TickerView
 
@@ -124,20 +131,22 @@ def test_live_views_render_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
         view = TickerView(client, max_hz=20)
         orders = OrderStatusView(client, status="OPEN", max_rows=5)
         try:
-            await _until(lambda: view.state == "connected")
+            await _until(lambda: view.state == "connected", "the ticker view connected")
             # the engine is off in this fixture: moving each pair is what makes ticks
             for symbol, price in START.items():
                 fresh_sim.control.move_price(symbol, price)
-            await _until(lambda: len(view.rows) >= 4)
+            await _until(lambda: len(view.rows) >= 4, "the four pairs")
             order = await client.acreate_limit_order("ETH/BRL", "buy", "100", amount="0.01")
-            await _until(lambda: order["id"] in orders.visible_order_ids)
-            await asyncio.sleep(0.1)  # past the throttle window: the last tick is painted
+            await _until(lambda: order["id"] in orders.visible_order_ids, "the order shown")
+            await _until(_painted(view, orders), "the last changes painted")
             _export([view, orders], first, embed_js)
             before = view.rows["BTC/BRL"].last
             target = round(before * 1.05, 2)
             fresh_sim.control.move_price("BTC/BRL", target)
-            await _until(lambda: abs(view.rows["BTC/BRL"].last / target - 1) < 0.01)
-            await asyncio.sleep(0.1)
+            await _until(
+                lambda: abs(view.rows["BTC/BRL"].last / target - 1) < 0.01, "BTC/BRL moved"
+            )
+            await _until(_painted(view), "the move painted")
             _export([view], second, embed_js)
             return before, str(order["id"])
         finally:

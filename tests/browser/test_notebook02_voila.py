@@ -38,7 +38,9 @@ SYMBOLS = {"BTC/BRL", "ETH/BRL", "SOL/BRL", "USDT/BRL"}
 STATUSES = {"OPEN", "TRIGGERED", "PROCESSING", "CANCELLING", "EXECUTED", "CLOSED", "CANCELLED"}
 # printed by the notebook's second-to-last cell, once its live window is over
 DONE_TEXT = "repaints"
-PROBE_TIMEOUT_S = 50
+# deadlines only: the probe ends as soon as the page shows DONE_TEXT (with both cores busy
+# the kernel's start and the notebook's cells take several times their usual ~20 s)
+PROBE_TIMEOUT_S = 240
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's /usr/bin/chromium is not installed"),
@@ -49,7 +51,7 @@ pytestmark = [
 # -- processes ---------------------------------------------------------------------------
 
 
-def _wait_http(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 30.0) -> None:
+def _wait_http(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 120.0) -> None:
     """Until the server answers HTTP (a HEAD, which Voilà refuses without starting a kernel)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -98,7 +100,7 @@ def _probe(url: str, tmp_path: Path) -> dict[str, Any]:
         start_new_session=True,
     )
     try:
-        out, err = probe.communicate(timeout=PROBE_TIMEOUT_S + 20)
+        out, err = probe.communicate(timeout=PROBE_TIMEOUT_S + 60)
     except subprocess.TimeoutExpired:
         pytest.fail("the browser probe did not finish in time")
     finally:
@@ -122,7 +124,7 @@ def _probe(url: str, tmp_path: Path) -> dict[str, Any]:
 # -- the test ------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(PROBE_TIMEOUT_S + 240)
 def test_notebook02_live_views_in_voila(tmp_path: Path) -> None:
     if not VOILA.exists():
         pytest.fail(f"{VOILA} missing: install the dev extra (pip install -e '.[dev]')")

@@ -28,15 +28,35 @@ def busy_sim() -> Iterator[Simulator]:
         yield s
 
 
-async def _until(cond: Callable[[], bool], timeout: float = 60.0) -> None:
-    """Wait for a condition of the recorder's counters; generous, as it must hold with both
-    cores taken by other work."""
+async def _until(
+    cond: Callable[[], bool], what: str, timeout: float = 60.0, every: float = 0.02
+) -> None:
+    """Wait for a condition of the recorder's counters or files; generous, as it must hold
+    with both cores taken by other work."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():
         if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
+            raise AssertionError(f"{what}: not within {timeout} s")
+        await asyncio.sleep(every)
+
+
+LIVE_CHANNELS = {"watchticker", "watchtickers", "watchorders"}
+
+
+def _recorded_channels(root: Path, after: object = None) -> set[str]:
+    """The data channels the recording's Parquet files hold so far (received after
+    ``after``, a ``received_at``, when given)."""
+    data = read_recording(root, list(LIVE_CHANNELS))
+    if after is not None:
+        data = data[data["received_at"] > after]
+    return set(data["channel"])
+
+
+def _recorded_after_gap(root: Path) -> set[str]:
+    """The data channels recorded after the first gap's end (none before its row)."""
+    gaps = read_recording(root, "_session").query("kind == 'gap'")
+    return _recorded_channels(root, gaps["gap_end"].iloc[0]) if len(gaps) else set()
 
 
 def test_live_recording_with_a_forced_drop_has_a_gap_row(
@@ -55,15 +75,21 @@ def test_live_recording_with_a_forced_drop_has_a_gap_row(
         )
         rec.start()
         assert rec.running
-        await rec.wait_subscribed(timeout=60)  # every channel, before the drop
-        await _until(lambda: rec.stats.messages >= 20)
-        before = rec.stats.messages
+        await rec.wait_subscribed(timeout=120)  # every channel, before the drop
+        # data of every channel in the files before the drop (the engine places orders
+        # every 0.2 s, however slowly under load)
+        await _until(
+            lambda: _recorded_channels(tmp_path) >= LIVE_CHANNELS,
+            "every channel in the files before the drop",
+            every=0.2,
+        )
+        # (the control call blocks: off the loop, which keeps receiving meanwhile)
         assert await asyncio.to_thread(busy_sim.control.drop_connections) >= 1
-        await _until(lambda: rec.stats.gaps >= 1)  # reconnected, every channel again
-        # counted from the gap: messages of the first connection still arrive after the
-        # drop was asked for (under load, many of them), so ``before`` proves nothing
-        at_gap = rec.stats.messages
-        await _until(lambda: rec.stats.messages >= max(before, at_gap) + 20)
+        await _until(
+            lambda: _recorded_after_gap(tmp_path) >= LIVE_CHANNELS,
+            "every channel in the files after the gap",
+            every=0.2,
+        )
         stats = await rec.stop()
         assert not rec.running
         assert stats.files >= 2 and stats.dropped == 0
@@ -167,8 +193,8 @@ def test_two_recorders_cannot_share_a_root(busy_sim: Simulator, tmp_path: Path) 
     async def main() -> None:
         first = Recorder(client, tmp_path, channels=["watchOrders"], flush_interval=0.1)
         first.start()
-        await _until(lambda: (tmp_path / "_wal" / "LOCK").exists())
-        await _until(lambda: any((tmp_path / "_wal").glob("*.wal")))
+        await _until(lambda: (tmp_path / "_wal" / "LOCK").exists(), "the lock")
+        await _until(lambda: any((tmp_path / "_wal").glob("*.wal")), "a write-ahead segment")
         second = Recorder(client, tmp_path, channels=["watchOrders"])
         with pytest.raises(RecorderBusy):
             await second.run(duration=1)

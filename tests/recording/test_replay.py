@@ -167,7 +167,7 @@ def test_speed_must_be_positive(recording: Path) -> None:
 # -------------------------------------------------- replay rebuilds the live order book
 
 
-async def _until(cond: Callable[[], bool], timeout: float = 15.0) -> None:
+async def _until(cond: Callable[[], bool], timeout: float = 120.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():

@@ -74,7 +74,7 @@ def signin_sim() -> Iterator[Simulator]:
         yield s
 
 
-async def _until(cond: Any, timeout: float = 10.0) -> None:
+async def _until(cond: Any, timeout: float = 120.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():

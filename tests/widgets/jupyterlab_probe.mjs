@@ -160,7 +160,8 @@ async function run(page, theme, result) {
 
   // Run All Cells from the menu; on a loaded machine the first click can land before the
   // notebook takes commands (every prompt stays "[ ]:"), so it is given again, at most
-  // three times, while no cell has started
+  // three times, while no cell has started (a taken click marks the cells "[*]:" on the
+  // next frame: 30 s without one is no slow frame, with both cores busy)
   const started = async () => {
     const now = await page.evaluate(() => window.__tkProgress()).catch(() => null);
     return Boolean(now && now.prompts.some((p) => p !== "[ ]:"));
@@ -170,7 +171,7 @@ async function run(page, theme, result) {
     await page.click(".lm-MenuBar-itemLabel:text-is('Run')");
     await page.click(".lm-Menu-itemLabel:text-is('Run All Cells')");
     result.runAllClicks += 1;
-    const until = elapsed() + 15000;
+    const until = elapsed() + 30000;
     while (elapsed() < until && !(await started())) await page.waitForTimeout(100);
   }
   result.ranAtMs = elapsed();
