@@ -95,3 +95,32 @@ async def test_a_book_whose_service_is_unreachable_ends_with_one_transport_error
     finally:
         await gone.aclose()
         await live.aclose()
+
+
+async def test_a_book_whose_whole_service_goes_away_ends_with_one_transport_error(
+    service_profile: object,
+) -> None:
+    """The service stops altogether (REST and WebSocket: the simulator shut down): the
+    stream never reconnects, so no gap ever comes; the lost connection itself makes the
+    book reconcile, which fails, and the book ends instead of waiting for ever."""
+    sim = Simulator(seed=11, engine=False, history_orders=20, profile=service_profile)
+    sim.start()
+    client = sim.client(timeout=1.0, max_retries=0)
+    stopped = False
+    try:
+        order = await client.acreate_limit_order("BTC/BRL", "buy", "1", amount="0.001")
+        async with client.stream(ping_interval=None) as session:
+            book = OrderBook(client)
+            run = asyncio.ensure_future(book.run(session))
+            while book.reconciles == 0:  # the start's reconcile, with the service up
+                await asyncio.wait((run,), timeout=0.05)
+                assert not run.done(), run
+            await asyncio.to_thread(sim.stop)
+            stopped = True
+            with pytest.raises(TransportError, match="the service looks gone"):
+                await asyncio.wait_for(run, 60)
+            assert book.orders[order["id"]].status == "OPEN"  # kept
+    finally:
+        await client.aclose()
+        if not stopped:
+            sim.stop()

@@ -23,12 +23,23 @@ class BookInbox:
     the REST read, as the book's tie rules expect. At most ``size`` wait in both: one more
     is dropped and handed to ``on_drop``, and a reconcile is asked for
     (``reconcile_wanted``), since REST is the source of truth. A ``gap`` asks for one too,
-    and is noted in ``gap_at`` (``time.monotonic()`` when it was taken).
+    and is noted in ``gap_at`` (``time.monotonic()`` when it was taken). A connection
+    lost is noted in ``lost``: the loop reconciles then too, without waiting for the
+    reconnection (a service gone altogether never reconnects, and never gives a gap).
     Session events are not kept: the loop reads the session's state itself. ``wake`` is
     set whenever there is something new for the loop to look at.
     """
 
-    __slots__ = ("events", "gap_at", "held", "on_drop", "reconcile_wanted", "size", "wake")
+    __slots__ = (
+        "events",
+        "gap_at",
+        "held",
+        "lost",
+        "on_drop",
+        "reconcile_wanted",
+        "size",
+        "wake",
+    )
 
     def __init__(self, size: int, on_drop: Callable[[OrderEvent], None]) -> None:
         self.size = size
@@ -37,6 +48,7 @@ class BookInbox:
         self.held: deque[OrderEvent] = deque()
         self.reconcile_wanted = False
         self.gap_at: float | None = None
+        self.lost = False
         self.wake = asyncio.Event()
 
     def take(self, event: object) -> None:
@@ -52,6 +64,8 @@ class BookInbox:
             if event.kind == "gap":
                 self.reconcile_wanted = True
                 self.gap_at = time.monotonic()
+            elif event.kind == "disconnected":
+                self.lost = True
         else:
             return
         self.wake.set()

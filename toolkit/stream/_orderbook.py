@@ -497,6 +497,9 @@ class OrderBook:
             while True:
                 inbox.wake.clear()
                 inbox.drain(self.apply, self._reading)
+                if inbox.lost:  # a dropped connection: REST says what we may miss
+                    inbox.lost = False
+                    inbox.reconcile_wanted = inbox.reconcile_wanted or not session.closed
                 if running is not None and running.done():
                     task, running = running, None
                     try:
