@@ -8,9 +8,10 @@
 // renders the same with or without a network (Voilà's template links a CDN icon font).
 // It polls the rendered DOM every 100 ms and records what the live views show. As soon as
 // the ticker table has its four pairs, BTC/BRL's last price has taken `MIN_DISTINCT`
-// distinct values and the order view shows a row with a status badge, it takes a full-page
-// screenshot (the notebook's last cell stops the views, which removes them from the page,
-// so the picture is taken during the live window), then keeps polling until the page shows
+// distinct values, the order view shows a row with a status badge and both views say
+// "connected", it takes a full-page screenshot (the notebook's last cell stops the views,
+// which removes them from the page, so the picture is taken during the live window), then
+// keeps polling until the page shows
 // `done-text` (printed by the notebook's second-to-last cell) or the deadline passes.
 // One JSON object goes to stdout; the pytest side does the asserting.
 import { chromium } from "playwright-core";
@@ -113,9 +114,13 @@ try {
       }
       if (snap.errors.length) result.errors = snap.errors;
       if (snap.torn) result.tornSamples += 1;
+      // (both views connected: the order view says "loading" until it has read the
+      // account's orders, which takes a while with both cores busy)
       const live =
         SYMBOLS.every((s) => s in snap.rows && PRICE.test(snap.rows[s][3] || "")) &&
-        Object.values(snap.orders).some((status) => status);
+        Object.values(snap.orders).some((status) => status) &&
+        snap.status.length >= 2 &&
+        snap.status.every((s) => s.includes("connected"));
       // (a torn frame is skipped so the kept picture shows a settled page)
       if (result.shot === null && live && !snap.torn && distinct.size >= MIN_DISTINCT) {
         await page.screenshot({ path: screenshot, fullPage: true });
