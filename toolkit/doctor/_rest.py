@@ -184,11 +184,33 @@ def _error_field(pr: Probe, a: Answer) -> None:
     if pr.findings.seen("rest.error_message_field") or not isinstance(a.body, dict):
         return
     assumed = pr.assumed.rest.error_message_field
-    texts = [k for k, v in a.body.items() if isinstance(v, str) and v.strip()]
-    if not texts:
-        return
-    name = assumed if assumed in texts else texts[0]
-    pr.findings.set("rest.error_message_field", name, note=f"HTTP {a.status} body")
+    said = get_path(a.body, assumed)
+    if isinstance(said, str) and said.strip():
+        name: str | None = assumed
+    else:
+        name = _text_path(a.body)
+    if name is not None:
+        pr.findings.set("rest.error_message_field", name, note=f"HTTP {a.status} body")
+
+
+def _text_path(body: Any, depth: int = 3) -> str | None:
+    """The path of the first text in an error body, nearest first: a field of it, or of
+    an object in a list of it (``errors[0].detail``, ``detail[0].msg``)."""
+    level: list[tuple[str, Any]] = [("", body)]
+    for _ in range(depth):
+        deeper: list[tuple[str, Any]] = []
+        for path, node in level:
+            items = node.items() if isinstance(node, dict) else ()
+            for key, value in items:
+                here = f"{path}.{key}" if path else str(key)
+                if isinstance(value, str) and value.strip():
+                    return here
+                if isinstance(value, dict):
+                    deeper.append((here, value))
+                elif isinstance(value, list) and value and isinstance(value[0], dict):
+                    deeper.append((f"{here}[0]", value[0]))
+        level = deeper
+    return None
 
 
 # ------------------------------------------------------------------ identity and routes

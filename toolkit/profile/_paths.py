@@ -13,12 +13,16 @@ def get_path(payload: Any, path: str, default: Any = None) -> Any:
     """``payload["a"]["b"]`` for ``path`` "a.b"; ``default`` when any step is missing. An
     empty path is the payload itself.
 
+    A step may also index a list: ``errors[0].detail`` (or ``errors.0.detail``) is the
+    ``detail`` of the first element of ``errors``, as gateways shape error bodies; a
+    mapping's own key is taken first (a key named ``"0"`` stays a key).
+
     Parameters
     ----------
     payload : Any
-        A decoded JSON value; only mappings are stepped into.
+        A decoded JSON value; mappings are stepped into by name, lists by index.
     path : str
-        A profile field: names joined by dots.
+        A profile field: names joined by dots, each optionally followed by ``[n]``.
     default : Any, optional
         What a missing step gives (default: None).
 
@@ -26,27 +30,55 @@ def get_path(payload: Any, path: str, default: Any = None) -> Any:
     -------
     Any
         The value at ``path`` (None when the payload holds null there), or ``default``.
+
+    Examples
+    --------
+    >>> get_path({"errors": [{"detail": "bad id"}]}, "errors[0].detail")
+    'bad id'
     """
     if not path:
         return payload
     value = payload
     for step in path.split("."):
-        if not isinstance(value, Mapping) or step not in value:
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+            continue
+        if "[" in step:
+            name, _, rest = step.partition("[")
+            if name:
+                if not isinstance(value, Mapping) or name not in value:
+                    return default
+                value = value[name]
+            for index in rest.rstrip("]").split("]["):
+                value = _index(value, index)
+                if value is _MISSING:
+                    return default
+            continue
+        value = _index(value, step) if isinstance(value, list) else _MISSING
+        if value is _MISSING:
             return default
-        value = value[step]
     return value
+
+
+def _index(value: Any, index: str) -> Any:
+    """``value[int(index)]`` for a list and a decimal index in range, else ``_MISSING``."""
+    if not isinstance(value, list) or not index.isdigit() or int(index) >= len(value):
+        return _MISSING
+    return value[int(index)]
 
 
 def set_path(target: dict[str, Any], path: str, value: Any) -> None:
     """``target["a"]["b"] = value`` for ``path`` "a.b", making the inner objects (how a
-    profile's dotted field is written: the sign-in body, the simulator's payloads).
+    profile's dotted field is written: the sign-in body, the simulator's payloads). A step
+    ``name[0]`` makes ``name`` a list whose first element is the next object (the shape
+    ``errors[0].detail`` reads).
 
     Parameters
     ----------
     target : dict of str to Any
         The object to change, in place.
     path : str
-        A profile field: names joined by dots.
+        A profile field: names joined by dots, each optionally followed by ``[0]``.
     value : Any
         The value to put there. An inner step that holds something other than a dict is
         replaced by a new dict.
@@ -54,11 +86,22 @@ def set_path(target: dict[str, Any], path: str, value: Any) -> None:
     *outer, last = path.split(".")
     node = target
     for step in outer:
+        name, bracket, _ = step.partition("[")
+        if bracket:
+            items = node.get(name)
+            if not isinstance(items, list) or not items or not isinstance(items[0], dict):
+                items = node[name] = [{}]
+            node = items[0]
+            continue
         inner = node.get(step)
         if not isinstance(inner, dict):
             inner = node[step] = {}
         node = inner
-    node[last] = value
+    name, bracket, _ = last.partition("[")
+    if bracket:
+        node[name] = [value]
+    else:
+        node[last] = value
 
 
 def has_path(payload: Any, path: str) -> bool:
