@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from _bad_files import DAMAGES, SAYS, write_recording
+from _cli_env import point_at
 from _synthetic import mixed_orders
 
 from toolkit.cli import main
@@ -19,13 +20,7 @@ from toolkit.sim import Simulator
 
 @pytest.fixture
 def env(sim: Simulator, service_profile_file: Path, monkeypatch: pytest.MonkeyPatch) -> Simulator:
-    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TOOLKIT_PROFILE", str(service_profile_file))
-    monkeypatch.setenv("TOOLKIT_BASE_URL", sim.base_url)
-    monkeypatch.setenv("TOOLKIT_API_KEY", "demo")
-    monkeypatch.setenv("TOOLKIT_API_SECRET", "demo-secret")
-    return sim
+    return point_at(sim, service_profile_file, monkeypatch)
 
 
 @pytest.fixture(scope="module")

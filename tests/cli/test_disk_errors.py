@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from _cli_env import point_at
 
 from toolkit.cli import main
 from toolkit.sim import Simulator
@@ -18,13 +19,7 @@ from toolkit.sim import Simulator
 
 @pytest.fixture
 def env(sim: Simulator, service_profile_file: Path, monkeypatch: pytest.MonkeyPatch) -> Simulator:
-    for name in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TOOLKIT_PROFILE", str(service_profile_file))
-    monkeypatch.setenv("TOOLKIT_BASE_URL", sim.base_url)
-    monkeypatch.setenv("TOOLKIT_API_KEY", "demo")
-    monkeypatch.setenv("TOOLKIT_API_SECRET", "demo-secret")
-    return sim
+    return point_at(sim, service_profile_file, monkeypatch)
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:

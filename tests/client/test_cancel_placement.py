@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -125,13 +125,7 @@ def test_both_placements_refused_raise_the_first_refusal_with_both_said() -> Non
         sent.append(request)
         return httpx.Response(422, json={"message": "reason is not allowed here"})
 
-    client = Client(
-        "http://service.test",
-        api_key="k",
-        api_secret="s",
-        transport=httpx.MockTransport(service),
-        max_retries=0,
-    )
+    client = _fake_service_client(service)
     with client, pytest.raises(BadRequest) as info:
         client.cancel_limit_order("l-1", profile_id="P1", reason="x")
     message = str(info.value)
@@ -156,15 +150,20 @@ def test_every_4xx_carries_the_service_words_whatever_the_body_shape(status: int
             return httpx.Response(200, json={"token": "t", "expiresAt": 4102444800000})
         return httpx.Response(status, json=words)
 
-    client = Client(
+    client = _fake_service_client(service)
+    with client, pytest.raises(Exception) as info:
+        client.fetch_order("o-1")
+    assert f"gateway says no ({status})" in str(info.value)
+    if status not in (403, 409):
+        assert "rest.fetch_order_param ('orderId'" in str(info.value)
+
+
+def _fake_service_client(service: Callable[[httpx.Request], httpx.Response]) -> Client:
+    """A client of a fake service (the sans-I/O cases): no retries, a fake sign-in key."""
+    return Client(
         "http://service.test",
         api_key="k",
         api_secret="s",
         transport=httpx.MockTransport(service),
         max_retries=0,
     )
-    with client, pytest.raises(Exception) as info:
-        client.fetch_order("o-1")
-    assert f"gateway says no ({status})" in str(info.value)
-    if status not in (403, 409):
-        assert "rest.fetch_order_param ('orderId'" in str(info.value)

@@ -33,9 +33,10 @@ class Killed(BaseException):
     """The process dying at this step (nothing of the toolkit handles a BaseException)."""
 
 
-def _rows(first: int, n: int) -> pa.Table:
+def rows(first: int, n: int, t0: int = T0_MS) -> pa.Table:
+    """``n`` closed orders' rows from id ``o-<first>`` (shared by the store's tests)."""
     ids = [f"o-{first + i:03d}" for i in range(n)]
-    ts = [T0_MS + first + i for i in range(n)]
+    ts = [t0 + first + i for i in range(n)]
     return pa.table(
         {
             "id": ids,
@@ -54,7 +55,7 @@ def _rows(first: int, n: int) -> pa.Table:
 def _store(root: Path) -> StoreFiles:
     files = StoreFiles(root)
     for p in range(PARTS):
-        files.add_part(MONTH, _rows(p * PER_PART, PER_PART))
+        files.add_part(MONTH, rows(p * PER_PART, PER_PART))
     return files
 
 
@@ -178,7 +179,7 @@ def test_a_plan_is_left_to_the_sync_that_holds_the_lock(tmp_path: Path) -> None:
     files = _store(tmp_path)
     merged = files.month_dir(MONTH) / "part-9999999999999999999-ffffffff.parquet"
     old = files.month_files([MONTH])
-    files.write_table(merged, _rows(0, PARTS * PER_PART))
+    files.write_table(merged, rows(0, PARTS * PER_PART))
     plan = {"month": MONTH, "merged": merged.name, "parts": [p.name for p in old]}
     (tmp_path / COMPACTION_NAME).write_text(json.dumps(plan))
     with files.lock():  # a sync runs (its own compaction): the store opened leaves it

@@ -7,20 +7,19 @@ tried, without timing; then the same against the simulator with syncs running.""
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from test_store_compaction_kill import rows as _rows
 
 from toolkit.client import Client
 from toolkit.sim import Simulator
 from toolkit.store import OrderStore
 from toolkit.store import _files as files_module
-from toolkit.store._files import StoreFiles, schema
+from toolkit.store._files import StoreFiles
 
 MONTH = "2026-11"
 OTHER = "2026-10"
@@ -31,24 +30,6 @@ PER_PART = 3
 WAIT_S = 60.0
 #: the compaction's pauses: planned, merged, one per old part removed; then it has ended
 STEPS = 2 + PARTS
-
-
-def _rows(first: int, n: int, t0: int = T0_MS) -> pa.Table:
-    ids = [f"o-{first + i:03d}" for i in range(n)]
-    ts = [t0 + first + i for i in range(n)]
-    return pa.table(
-        {
-            "id": ids,
-            "type": ["market"] * n,
-            "symbol": ["BTC/BRL"] * n,
-            "status": ["CLOSED"] * n,
-            "createdAt": ts,
-            "updatedAt": ts,
-            "_source": ["ids"] * n,
-            "_synced_at": ts,
-            "body": [json.dumps({"id": i, "status": "CLOSED"}) for i in ids],
-        }
-    ).cast(schema())
 
 
 def _store(root: Path) -> set[str]:
