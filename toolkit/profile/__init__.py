@@ -17,11 +17,22 @@ from toolkit.profile._model import (
     Signin,
     Stream,
 )
-from toolkit.profile._paths import ID_CANDIDATES, find_field, get_path, has_path, set_path
+from toolkit.profile._paths import (
+    EACH,
+    ID_CANDIDATES,
+    find_field,
+    get_items,
+    get_path,
+    has_path,
+    item_field,
+    keyed_container,
+    set_path,
+)
 from toolkit.profile._toml import dump_profile, dumps_profile, load_profile, profile_from_env
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "EACH",
     "ID_CANDIDATES",
     "SECTIONS",
     "Listing",
@@ -34,8 +45,11 @@ __all__ = [
     "dump_profile",
     "dumps_profile",
     "find_field",
+    "get_items",
     "get_path",
     "has_path",
+    "item_field",
+    "keyed_container",
     "load_profile",
     "profile_from_env",
     "set_path",

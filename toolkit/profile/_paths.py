@@ -104,6 +104,97 @@ def set_path(target: dict[str, Any], path: str, value: Any) -> None:
         node[last] = value
 
 
+#: the last step of a list setting (``payloads.tickers_list``, ``payloads.balance_list``)
+#: saying the items are the values of an object, each under its symbol or asset; as an
+#: item's symbol or asset setting, the key the item was under
+EACH = "*"
+
+
+def keyed_container(path: str) -> str | None:
+    """The path of the keyed object when list setting ``path`` ends in ``*`` (``""`` for
+    the payload itself), else None (the path names a list).
+
+    Parameters
+    ----------
+    path : str
+        A list setting: ``"tickers"``, ``"wallet.*"``, ``"*"``.
+
+    Returns
+    -------
+    str or None
+    """
+    if path == EACH:
+        return ""
+    if path.endswith("." + EACH):
+        return path[: -len(EACH) - 1]
+    return None
+
+
+def get_items(payload: Any, path: str) -> list[tuple[str | None, Any]] | Any:
+    """The items a list setting names, each with the key it was under: ``[(None, item),
+    ...]`` for a list, ``[(key, value), ...]`` for an object when ``path`` ends in ``*``
+    (``wallet.*``: the values of ``payload["wallet"]``, keyed by asset; a list there is
+    taken too). Anything else found there is returned as is, for the caller to report.
+
+    Parameters
+    ----------
+    payload : Any
+        A decoded JSON value.
+    path : str
+        A list setting in the path grammar of :func:`get_path`, optionally ending in
+        ``.*`` (or ``*`` alone: the payload itself is the keyed object).
+
+    Returns
+    -------
+    list of (str or None, Any), or the value found
+        The keyed items; or, when what the path names is not a list (nor, for ``*``, an
+        object), that value itself (None when the path is missing), for the caller to
+        report.
+
+    Examples
+    --------
+    >>> get_items({"wallet": {"BTC": {"available": "1"}}}, "wallet.*")
+    [('BTC', {'available': '1'})]
+    >>> get_items({"tickers": [{"symbol": "BTC-BRL"}]}, "tickers")
+    [(None, {'symbol': 'BTC-BRL'})]
+    """
+    container = keyed_container(path)
+    value = get_path(payload, path if container is None else container)
+    if isinstance(value, list):
+        return [(None, item) for item in value]
+    if container is not None and isinstance(value, Mapping):
+        return [(str(key), item) for key, item in value.items()]
+    return value
+
+
+def item_field(item: Any, key: str | None, path: str, default: Any = None) -> Any:
+    """The field ``path`` of one item from :func:`get_items`: ``*`` is the key it was
+    under; a keyed item without the field gives its key too (a symbol or an asset is
+    what an item is keyed by).
+
+    Parameters
+    ----------
+    item : Any
+        The item.
+    key : str or None
+        Its key (None: it came from a list).
+    path : str
+        An item setting (``payloads.ticker_symbol``, ``payloads.balance_asset``).
+    default : Any, optional
+        What a missing field of a list item gives.
+
+    Returns
+    -------
+    Any
+    """
+    if path == EACH:
+        return default if key is None else key
+    value = get_path(item, path, _MISSING)
+    if value is _MISSING:
+        return default if key is None else key
+    return value
+
+
 def has_path(payload: Any, path: str) -> bool:
     """Whether ``payload`` holds a value (null included) at ``path``.
 
