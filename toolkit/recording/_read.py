@@ -284,7 +284,37 @@ def read_recording_table(
     return table
 
 
+#: how many times a read lists its files again when one listed is gone meanwhile
+LIST_TRIES = 5
+
+
 def read_table(
+    root: str | os.PathLike[str],
+    channel: str | Iterable[str] | None = None,
+    *,
+    files: Sequence[str] | None = None,
+    skipped: list[BadFile] | None = None,
+    **kwargs: Any,
+) -> pa.Table:
+    """:func:`_read_table`, listing the files again when one it listed is deleted before
+    it is read: a compaction renames its file into place and then deletes the ones it
+    replaces, so the new listing finds the compacted file, never both (``files`` given:
+    no second listing, the error is raised)."""
+    for attempt in range(LIST_TRIES):
+        left_out: list[BadFile] = []
+        try:
+            table = _read_table(root, channel, files=files, skipped=left_out, **kwargs)
+        except FileNotFoundError:
+            if files is not None or attempt == LIST_TRIES - 1:
+                raise
+            continue
+        if skipped is not None:
+            skipped.extend(left_out)
+        return table
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_table(
     root: str | os.PathLike[str],
     channel: str | Iterable[str] | None = None,
     *,
@@ -329,6 +359,8 @@ def read_table(
             dates,
             first_date=None if start_ns is None else _date(start_ns),
             last_date=None if end_ns is None else _date(end_ns),
+            start_ns=start_ns,
+            end_ns=end_ns,
             on_bad_file=on_bad_file,
         )
         left_out.extend(bad)
