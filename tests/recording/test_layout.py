@@ -20,6 +20,7 @@ from toolkit.recording._layout import file_range, list_files
 from toolkit.recording._read import read_recording
 from toolkit.recording._replay import replay
 from toolkit.recording._rows import recording_schema, row_from_message
+from toolkit.recording._scan import scan_recording
 from toolkit.stream._events import TickerEvent
 
 MINUTE = 60 * 10**9
@@ -68,6 +69,8 @@ def test_a_file_of_the_old_nanosecond_unit_reads_beside_new_ones(tmp_path: Path)
     ]
     events = list(replay(tmp_path, channels="watchticker", end=T0 + HOUR))
     assert [e.received_at_ns for e in events] == [old, old + 1]
+    lazy = scan_recording(tmp_path, "watchticker").to_table().sort_by("received_at")
+    assert lazy.column("received_at").cast(pa.int64()).to_pylist()[:2] == [old, old + 1]
 
 
 def test_a_file_is_named_for_its_rows_time_range(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "read_recording_table",
     "recording_profile",
     "replay",
+    "scan_recording",
 ]
 
 _EXPORTS = {
@@ -32,6 +33,7 @@ _EXPORTS = {
     "recording_profile": "toolkit.recording._read",
     "replay": "toolkit.recording._replay",
     "Replay": "toolkit.recording._replay",
+    "scan_recording": "toolkit.recording._scan",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.recording._recorder import Recorder
     from toolkit.recording._replay import Replay, replay
     from toolkit.recording._root import RecorderBusy
+    from toolkit.recording._scan import scan_recording
     from toolkit.recording._stats import RecorderStats
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
