@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 from toolkit._lazy import lazy_exports
 
 __all__ = [
+    "CompactStats",
     "Recorder",
     "RecorderBusy",
     "RecorderStats",
     "Replay",
+    "compact_recording",
     "order_ids_in_recording",
     "read_recording",
     "read_recording_table",
@@ -34,9 +36,12 @@ _EXPORTS = {
     "replay": "toolkit.recording._replay",
     "Replay": "toolkit.recording._replay",
     "scan_recording": "toolkit.recording._scan",
+    "compact_recording": "toolkit.recording._compact",
+    "CompactStats": "toolkit.recording._compact",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.recording._compact import CompactStats, compact_recording
     from toolkit.recording._read import (
         order_ids_in_recording,
         read_recording,
