@@ -213,3 +213,12 @@ def test_bad_arguments_and_a_second_compaction_are_refused(two_days: Path) -> No
         compact_recording(two_days / "nope")
     with _compact._locked(two_days), pytest.raises(InvalidRequest, match="another compaction"):
         compact_recording(two_days, clock_ns=_now)
+
+
+def test_a_replay_under_way_reads_the_compacted_files_of_its_next_days(two_days: Path) -> None:
+    before = [e.received_at_ns for e in replay(two_days, channels="watchticker")]
+    events = iter(replay(two_days, channels="watchticker"))
+    got = [next(events).received_at_ns]  # the first day is read, the second only listed
+    compact_recording(two_days, clock_ns=_now)
+    got.extend(e.received_at_ns for e in events)
+    assert got == before and len(got) == TICKS

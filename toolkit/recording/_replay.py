@@ -185,16 +185,22 @@ class Replay:
         say they may hold a row of it), checked, and those left out."""
         start = None if self.start is None else _timestamp_ns(self.start)
         end = None if self.end is None else _timestamp_ns(self.end)
-        return recording_files(
-            self.root,
-            _channels(self.channels),
-            dates,
-            first_date=None if start is None else _date(start),
-            last_date=None if end is None else _date(end),
-            start_ns=start,
-            end_ns=end,
-            on_bad_file=self.on_bad_file,
-        )
+        for attempt in range(LIST_TRIES):
+            try:
+                return recording_files(
+                    self.root,
+                    _channels(self.channels),
+                    dates,
+                    first_date=None if start is None else _date(start),
+                    last_date=None if end is None else _date(end),
+                    start_ns=start,
+                    end_ns=end,
+                    on_bad_file=self.on_bad_file,
+                )
+            except FileNotFoundError:  # listed, then replaced by a compaction: again
+                if attempt == LIST_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _read_date(self, date: str, files: list[str]) -> pa.Table:
         """One date's rows; listed again when a file is gone meanwhile (a compaction
