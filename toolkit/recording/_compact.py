@@ -39,7 +39,13 @@ from toolkit._atomic import disk_errors
 from toolkit.errors import InvalidRequest
 from toolkit.recording._badfiles import file_problem
 from toolkit.recording._files import _fsync_path, widen
-from toolkit.recording._layout import COMPACTED_FROM, parquet_writer, range_name, replaced_by
+from toolkit.recording._layout import (
+    COMPACTED_FROM,
+    data_names,
+    parquet_writer,
+    range_name,
+    replaced_by,
+)
 from toolkit.recording._read import _channels, recording_root
 from toolkit.recording._rows import NS_PER_DAY, partition_value, recording_schema
 from toolkit.recording._wal import SUFFIX
@@ -203,11 +209,7 @@ def _sweep(directory: Path) -> None:
 def _finish(directory: Path) -> list[str]:
     """The data files of a partition, once the files a compacted one already replaces
     (a run that crashed before its deletions) are deleted."""
-    names = sorted(
-        e.name
-        for e in os.scandir(directory)
-        if e.name.endswith(".parquet") and not e.name.startswith((".", "_"))
-    )
+    names = data_names(directory)
     gone = replaced_by(directory, names)
     if gone:
         _delete(directory, sorted(gone))

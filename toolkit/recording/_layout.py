@@ -116,15 +116,21 @@ def _dates(
     return sorted(out)
 
 
+def data_names(directory: Path) -> list[str]:
+    """The names of the Parquet files of one (channel, date) folder, sorted (time order),
+    without temporaries and notes; those a compacted file replaces included."""
+    with os.scandir(directory) as entries:
+        return sorted(
+            e.name
+            for e in entries
+            if e.name.endswith(".parquet") and not e.name.startswith((".", "_"))
+        )
+
+
 def partition_files(directory: Path) -> list[str]:
     """The data files of one (channel, date) folder, sorted; the files a compacted file
-    replaces are left out (it holds their rows), and so are temporaries and notes."""
-    names = []
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name.endswith(".parquet") and not entry.name.startswith((".", "_")):
-                names.append(entry.name)
-    names.sort()
+    replaces are left out (it holds their rows)."""
+    names = data_names(directory)
     gone = replaced_by(directory, names)
     return [str(directory / n) for n in names if n not in gone]
 
