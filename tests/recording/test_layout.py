@@ -168,3 +168,29 @@ def test_the_listing_never_opens_a_file_without_a_compacted_one(
     monkeypatch.setattr(pq, "read_schema", no_open)
     assert len(list_files(tmp_path, ["watchticker"], start_ns=T0, end_ns=T0 + MINUTE)) == 1
     assert len(list_files(tmp_path)) == 4  # and the session row's
+
+
+def test_a_segment_converted_again_leaves_one_file_whatever_named_the_first(
+    tmp_path: Path,
+) -> None:
+    from toolkit.recording._writer import RecordingWriter
+
+    text = '{"channel":"watchticker","message":{"symbol":"BTC/BRL","bid":"1","ask":"2"}}'
+    writer = RecordingWriter(tmp_path)
+    writer.open()
+    for seq in range(1, 6):
+        writer.add_raw(text, T0 + seq * 1000, "c1", seq)
+    closed = writer.roll()
+    assert closed is not None
+    # converted once by an older version (a crash before the segment was deleted)
+    folder = tmp_path / "channel=watchticker" / "date=2026-11-22"
+    folder.mkdir(parents=True)
+    legacy = folder / f"part-{closed.path.stem}.parquet"
+    write_tick_files(tmp_path / "other", T0, 1, 5, 1000)
+    [made] = (tmp_path / "other").glob("channel=watchticker/*/*.parquet")
+    made.rename(legacy)
+    writer.convert(closed)
+    writer.close()
+    [only] = folder.glob("*.parquet")
+    assert file_range(only) == (T0 + 1000, T0 + 5999)
+    assert read_recording(tmp_path, "watchticker")["seq"].tolist() == [1, 2, 3, 4, 5]
