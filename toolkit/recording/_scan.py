@@ -58,7 +58,8 @@ def scan_recording(
     each row: ``lazy.files``, or ``lazy.to_table(columns=[..., "__filename"])``.
 
     ``watchtickers`` rows are one per message, as recorded (their pairs are in ``raw``;
-    ``raw`` is then always given): :func:`read_recording` splits them per pair.
+    ``raw`` is then always given, and ``symbols`` keeps every such row):
+    :func:`read_recording` splits them per pair.
 
     Parameters
     ----------
