@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
 from toolkit.recording._rows import partition_value
@@ -30,6 +30,7 @@ __all__ = [
     "TIME_UNIT",
     "file_range",
     "list_files",
+    "listed_again",
     "parquet_writer",
     "range_name",
     "replaced_by",
@@ -188,3 +189,21 @@ def partition_of(path: str | os.PathLike[str]) -> tuple[str, str]:
         unquote(p.parent.parent.name.removeprefix("channel=")),
         p.parent.name.removeprefix("date="),
     )
+
+
+T = TypeVar("T")
+#: how many times a read lists its files again when one it listed is gone meanwhile
+LIST_TRIES = 5
+
+
+def listed_again(read: Callable[[], T], tries: int = LIST_TRIES) -> T:
+    """``read()`` (which lists the files it reads), called again when a file it listed is
+    deleted before it was read: a compaction renames its file into place and only then
+    deletes the files it replaces, so the next listing finds the compacted file."""
+    for attempt in range(tries):
+        try:
+            return read()
+        except FileNotFoundError:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

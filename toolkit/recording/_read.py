@@ -26,6 +26,7 @@ from toolkit.recording._badfiles import (
     recording_files,
     warn_skipped,
 )
+from toolkit.recording._layout import listed_again
 from toolkit.recording._rows import (
     COLUMNS,
     SESSION_CHANNEL,
@@ -284,10 +285,6 @@ def read_recording_table(
     return table
 
 
-#: how many times a read lists its files again when one listed is gone meanwhile
-LIST_TRIES = 5
-
-
 def read_table(
     root: str | os.PathLike[str],
     channel: str | Iterable[str] | None = None,
@@ -296,22 +293,20 @@ def read_table(
     skipped: list[BadFile] | None = None,
     **kwargs: Any,
 ) -> pa.Table:
-    """:func:`_read_table`, listing the files again when one it listed is deleted before
-    it is read: a compaction renames its file into place and then deletes the ones it
-    replaces, so the new listing finds the compacted file, never both (``files`` given:
-    no second listing, the error is raised)."""
-    for attempt in range(LIST_TRIES):
+    """:func:`_read_table`; when it lists the files itself (no ``files``), listing them
+    again if one is deleted before it is read (:func:`~toolkit.recording._layout.
+    listed_again`: a compaction replaced it)."""
+    if files is not None:
+        return _read_table(root, channel, files=files, skipped=skipped, **kwargs)
+
+    def read() -> tuple[pa.Table, list[BadFile]]:
         left_out: list[BadFile] = []
-        try:
-            table = _read_table(root, channel, files=files, skipped=left_out, **kwargs)
-        except FileNotFoundError:
-            if files is not None or attempt == LIST_TRIES - 1:
-                raise
-            continue
-        if skipped is not None:
-            skipped.extend(left_out)
-        return table
-    raise AssertionError("unreachable")  # pragma: no cover
+        return _read_table(root, channel, skipped=left_out, **kwargs), left_out
+
+    table, left_out = listed_again(read)
+    if skipped is not None:
+        skipped.extend(left_out)
+    return table
 
 
 def _read_table(

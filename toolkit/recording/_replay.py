@@ -31,9 +31,9 @@ from toolkit.recording._badfiles import (
     recording_files,
     warn_skipped,
 )
+from toolkit.recording._layout import listed_again
 from toolkit.recording._read import (
     FILE_COLUMN,
-    LIST_TRIES,
     TimeLike,
     _channels,
     _date,
@@ -185,48 +185,46 @@ class Replay:
         say they may hold a row of it), checked, and those left out."""
         start = None if self.start is None else _timestamp_ns(self.start)
         end = None if self.end is None else _timestamp_ns(self.end)
-        for attempt in range(LIST_TRIES):
-            try:
-                return recording_files(
-                    self.root,
-                    _channels(self.channels),
-                    dates,
-                    first_date=None if start is None else _date(start),
-                    last_date=None if end is None else _date(end),
-                    start_ns=start,
-                    end_ns=end,
-                    on_bad_file=self.on_bad_file,
-                )
-            except FileNotFoundError:  # listed, then replaced by a compaction: again
-                if attempt == LIST_TRIES - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return listed_again(
+            lambda: recording_files(
+                self.root,
+                _channels(self.channels),
+                dates,
+                first_date=None if start is None else _date(start),
+                last_date=None if end is None else _date(end),
+                start_ns=start,
+                end_ns=end,
+                on_bad_file=self.on_bad_file,
+            )
+        )
 
     def _read_date(self, date: str, files: list[str]) -> pa.Table:
-        """One date's rows; listed again when a file is gone meanwhile (a compaction
-        replaced it: the new listing finds the compacted file instead)."""
-        for attempt in range(LIST_TRIES):
-            try:
-                return read_table(
-                    self.root,
-                    self.channels,
-                    start=self.start,
-                    end=self.end,
-                    symbols=self.symbols,
-                    columns=_COLUMNS,
-                    dates=[date],
-                    per_pair=False,
-                    with_file=self.profile is None,
-                    on_bad_file=self.on_bad_file,
-                    skipped=self.skipped_files,
-                    files=files,
-                )
-            except FileNotFoundError:
-                if attempt == LIST_TRIES - 1:
-                    raise
-                files, bad = self._files([date])
+        """One date's rows; its files listed again when one is gone meanwhile (a
+        compaction replaced it: the new listing finds the compacted file instead)."""
+        given = [files]
+
+        def read() -> pa.Table:
+            if given:
+                listed = given.pop()
+            else:
+                listed, bad = self._files([date])
                 self.skipped_files.extend(b for b in bad if b not in self.skipped_files)
-        raise AssertionError("unreachable")  # pragma: no cover
+            return read_table(
+                self.root,
+                self.channels,
+                start=self.start,
+                end=self.end,
+                symbols=self.symbols,
+                columns=_COLUMNS,
+                dates=[date],
+                per_pair=False,
+                with_file=self.profile is None,
+                on_bad_file=self.on_bad_file,
+                skipped=self.skipped_files,
+                files=listed,
+            )
+
+        return listed_again(read)
 
     def _events(self) -> Iterator[Event]:
         import pyarrow.compute as pc
