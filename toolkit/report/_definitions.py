@@ -276,7 +276,7 @@ SECTIONS: tuple[Section, ...] = (
         "Slippage against the quotes",
         ("slippage", "routing", "worst_orders"),
         ("slippage_distribution", "slippage_over_time"),
-        ("quote_slippage", "best_quote_slippage"),
+        ("quote_slippage", "best_quote_slippage", "drilldown"),
     ),
     Section(
         "venues",
