@@ -15,6 +15,7 @@ from _report_frames import closed_order, make_frames
 
 from toolkit.errors import InvalidRequest
 from toolkit.report import ExecutionReport, execution_report
+from toolkit.report._format import format_cell
 from toolkit.report._gate import CoverageRule, figure_coverage
 from toolkit.report._headline import headline_html, headline_sentence
 from toolkit.report._html import checks_html, figures_html
@@ -129,6 +130,8 @@ def test_durations_in_human_units() -> None:
     assert duration(185.0) == "3 min 5 s"
     assert duration(-40.0) == "-40 s"
     assert duration(3 * 86_400 + 4 * 3_600) == "3 d 4 h"
+    # every duration of the page: the 12 hours that read "43,718.5 s"
+    assert format_cell(43_718.5, "seconds", "") == "12 h 9 min"
 
 
 def test_breakdown_buckets_in_order_with_the_time_zone() -> None:
@@ -170,6 +173,7 @@ def test_checks_split_data_problems_from_economic_outliers() -> None:
     problems, outliers = html.split("<h4>Economic outliers</h4>")
     assert "<h4>Data problems</h4>" in problems and "1 flag(s) in 1 check(s)" in problems
     assert "2 flag(s) in 2 check(s)" in outliers and "average vs" not in outliers
+    assert "outlier of execution slippage (bp): 1 row(s)" in outliers
 
 
 @pytest.fixture(scope="module")
@@ -190,10 +194,15 @@ def test_tables_format_in_a_notebook_and_stay_dataframes(small: ExecutionReport)
         assert "e+0" not in df._repr_html_(), name
 
 
-def test_no_snake_case_header_on_the_page(small: ExecutionReport) -> None:
-    page = small.to_html(figures=False)
+def test_no_snake_case_header_and_one_name_per_metric_on_the_page(
+    small: ExecutionReport,
+) -> None:
+    page = small.to_html()
     heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
     assert heads and not [h for h in heads if "_" in h]
+    text = re.sub(r"<[^>]+>", " ", page.split("<body>")[1]).lower()
+    assert "quote slippage" not in text and "execution slippage (vs" not in text
+    assert "execution slippage" in text
 
 
 def test_worst_orders_lead_with_the_column_they_are_sorted_by() -> None:

@@ -26,6 +26,7 @@ from toolkit.report._definitions import (
 )
 from toolkit.report._gate import CoverageRule, coverage_words, figure_coverage, insufficient
 from toolkit.report._headline import headline_html, headline_sentence
+from toolkit.report._labels import column_label
 from toolkit.report._tables import MAX_HTML_ROWS, table_html, table_title
 
 if TYPE_CHECKING:
@@ -148,7 +149,16 @@ def coverage_html(notes: Sequence[str]) -> str:
 OUTLIER_PREFIX = "outlier "
 
 
+def check_label(check: str) -> str:
+    """A check's name in words: ``outlier quote_slippage_bp`` reads ``outlier of execution
+    slippage (bp)``."""
+    if check.startswith(OUTLIER_PREFIX):
+        return "outlier of " + column_label(check.removeprefix(OUTLIER_PREFIX))
+    return check
+
+
 def _checks_part(checks: pd.DataFrame, title: str, empty_words: str) -> str:
+    checks = checks.assign(check=checks["check"].astype(str).map(check_label))
     if checks.empty:
         return f'<h4>{html.escape(title)}</h4><p class="empty">{html.escape(empty_words)}</p>'
     counts = checks.groupby("check", sort=True).size().rename("orders").reset_index()
