@@ -7,6 +7,7 @@ first."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pandas as pd
@@ -65,10 +66,10 @@ def test_headline_is_one_sentence_with_units_and_the_brl_total() -> None:
 
 
 def test_headline_below_the_threshold_says_insufficient_coverage_not_a_figure() -> None:
-    html = headline_sentence(_tables(15, 1_054), CoverageRule())
-    text = _text(html)
+    out_html = headline_sentence(_tables(15, 1_054), CoverageRule())
+    text = _text(out_html)
     assert "insufficient coverage (15 of 1,054)" in text
-    assert "BRL:" not in text and "9.75" not in text and "tk-total" not in html
+    assert "BRL:" not in text and "9.75" not in text and "tk-total" not in out_html
     # the threshold is the caller's: 15 orders pass a rule of 10 orders and 1 %
     assert "9.75 bp" in _text(headline_sentence(_tables(15, 1_054), CoverageRule(0.01, 10)))
 
@@ -87,8 +88,8 @@ def test_headline_table_shows_coverage_and_hides_thin_values() -> None:
     ]
     cols = ["type", "metric", "unit", "orders", "value", "ci_low", "ci_high"]
     tables = _tables(1_000, 1_054)
-    html = headline_html(pd.DataFrame(rows, columns=cols), tables, CoverageRule())
-    cells = [_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", html)]
+    out_html = headline_html(pd.DataFrame(rows, columns=cols), tables, CoverageRule())
+    cells = [_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", out_html)]
     assert cells[:2] == ["arrival slippage", "insufficient coverage (15 of 1,054)"]
     assert cells[2] == "execution slippage"
     assert cells[3] == "1.50 bp [1.00, 2.00] 1,000 of 1,054 orders (95 %)"
@@ -151,11 +152,16 @@ def test_breakdown_buckets_in_order_with_the_time_zone() -> None:
         "23:00-00:00 UTC",
     ]
     assert set(out["dimension"]) == {"size (notional)", "hour (UTC)"}
+    # as the page and the notebook show the breakdown table
+    cells = re.findall(r'<td class="txt">([^<]*)</td>', table_html(df, "breakdown"))
+    assert [html.unescape(c) for c in cells[1::2]] == out["group"].tolist()
 
 
 def test_empty_table_says_none_not_its_columns() -> None:
-    html = table_html(pd.DataFrame({"exchange": [], "venue": [], "orders": []}), "venue_mismatch")
-    assert _text(html) == "Executed on another venue than requested: none."
+    out_html = table_html(
+        pd.DataFrame({"exchange": [], "venue": [], "orders": []}), "venue_mismatch"
+    )
+    assert _text(out_html) == "Executed on another venue than requested: none."
 
 
 def test_checks_split_data_problems_from_economic_outliers() -> None:
@@ -169,8 +175,8 @@ def test_checks_split_data_problems_from_economic_outliers() -> None:
             "detail": ["", "", ""],
         }
     )
-    html = checks_html(checks)
-    problems, outliers = html.split("<h4>Economic outliers</h4>")
+    out_html = checks_html(checks)
+    problems, outliers = out_html.split("<h4>Economic outliers</h4>")
     assert "<h4>Data problems</h4>" in problems and "1 flag(s) in 1 check(s)" in problems
     assert "2 flag(s) in 2 check(s)" in outliers and "average vs" not in outliers
     assert "outlier of execution slippage (bp): 1 row(s)" in outliers
@@ -215,10 +221,10 @@ def test_worst_orders_lead_with_the_column_they_are_sorted_by() -> None:
             "total_cost_amount": [500.0, 90.0],
         }
     )
-    html = table_html(worst, "worst_orders", "BRL")
-    heads = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+    out_html = table_html(worst, "worst_orders", "BRL")
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", out_html)
     assert heads[:3] == ["order id", "total cost (BRL)", "total cost (bp)"]
-    assert "Sorted by total cost (BRL), highest first." in html
+    assert "Sorted by total cost (BRL), highest first." in out_html
 
 
 def test_coverage_thresholds_are_checked() -> None:
