@@ -18,7 +18,7 @@ from toolkit.errors import InvalidRequest
 from toolkit.report import ExecutionReport, execution_report
 from toolkit.report._format import format_cell
 from toolkit.report._gate import CoverageRule, figure_coverage
-from toolkit.report._headline import headline_html, headline_sentence
+from toolkit.report._headline import gated_summary, headline_html, headline_sentence
 from toolkit.report._html import checks_html, figures_html
 from toolkit.report._labels import column_label, duration, metric_name, ordered_breakdown
 from toolkit.report._tables import table_html
@@ -232,3 +232,41 @@ def test_coverage_thresholds_are_checked() -> None:
     with pytest.raises(InvalidRequest, match="min_coverage"):
         ExecutionReport(report.tables, min_coverage=20)
     assert ExecutionReport(report.tables, min_orders=5).rule.min_orders == 5
+
+
+def test_every_headline_figure_table_hides_thin_values_too() -> None:
+    summary = pd.DataFrame(
+        {
+            "metric": ["orders", "arrival slippage", "total cost", "maker share (trades)"],
+            "value": [2_001.0, 4.2, 9.75, 0.5],
+            "unit": ["count", "bp", "bp", "share"],
+            "orders": [2_001, 15, 1_000, 12],
+            "market": [2_001.0, 4.2, 9.75, 0.5],
+            "market_orders": [2_001, 15, 1_000, 12],
+        }
+    )
+    shown = gated_summary(summary, _tables(1_000, 1_054), CoverageRule())
+    assert shown["value"].tolist() == [
+        2_001.0,
+        "insufficient coverage (15 of 1,054)",
+        9.75,
+        0.5,
+    ]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table_html(shown, "summary"))
+    assert "insufficient coverage (15 of 1,054)" in cells and "2,001" in cells
+    assert "9.75 bp" in cells
+
+
+def test_scope_line_has_thousands_separators() -> None:
+    tables = dict(execution_report(make_frames([])).tables)
+    n = 2_028
+    tables["per_order"] = pd.DataFrame(
+        {
+            "executed": [True] * n,
+            "createdAt": [T0] * n,
+            "arrival_mid": [float("nan")] * n,
+            "type": ["market"] * n,
+        }
+    )
+    tables.pop("daily_cost")
+    assert ExecutionReport(tables).describe().startswith("2,028 orders (2,028 executed)")

@@ -122,7 +122,8 @@ class ExecutionReport:
             lo, hi = po["createdAt"].min(), po["createdAt"].max()
             span = f", created {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} UTC"
         market = po["arrival_mid"].notna().any() if n else False
-        return f"{n} orders ({ex} executed){span}; market recording: {'used' if market else 'none'}"
+        used = "used" if market else "none"
+        return f"{n:,} orders ({ex:,} executed){span}; market recording: {used}"
 
     def order_chart(self, order_id: str) -> Figure:
         """The small chart of one of the worst orders: each venue's quote

@@ -62,6 +62,37 @@ def headline_sentence(tables: Mapping[str, pd.DataFrame], rule: CoverageRule) ->
     )
 
 
+#: (value column, its order count column, order type) of the summary table
+_SUMMARY_VALUES = (
+    ("value", "orders", "all"),
+    ("market", "market_orders", "market"),
+    ("limit", "limit_orders", "limit"),
+)
+
+
+def gated_summary(
+    summary: pd.DataFrame, tables: Mapping[str, pd.DataFrame], rule: CoverageRule
+) -> pd.DataFrame:
+    """The summary table as the page shows it: a bp, share or duration resting on too few
+    of the executed orders of its type reads "insufficient coverage (n of N)" instead
+    (counts, amounts and the maker share by trades stay as they are)."""
+    if summary.empty or "unit" not in summary.columns:
+        return summary
+    out = summary.astype({c: object for c, _, _ in _SUMMARY_VALUES if c in summary.columns})
+    gated = out["unit"].isin(["bp", "share", "s"]) & ~out["metric"].astype(str).str.startswith(
+        "maker share"
+    )
+    for value, count, kind in _SUMMARY_VALUES:
+        if value not in out.columns or count not in out.columns:
+            continue
+        total = executed(tables, kind)
+        for i in out.index[gated]:
+            n = int(out.at[i, count]) if out.at[i, count] == out.at[i, count] else 0
+            if not rule.enough(n, total):
+                out.at[i, value] = insufficient(n, total)
+    return out
+
+
 def headline_html(
     headline: pd.DataFrame,
     tables: Mapping[str, pd.DataFrame] | None = None,

@@ -25,7 +25,7 @@ from toolkit.report._definitions import (
     Section,
 )
 from toolkit.report._gate import CoverageRule, coverage_words, figure_coverage, insufficient
-from toolkit.report._headline import headline_html, headline_sentence
+from toolkit.report._headline import gated_summary, headline_html, headline_sentence
 from toolkit.report._labels import column_label
 from toolkit.report._tables import MAX_HTML_ROWS, table_html, table_title
 
@@ -252,6 +252,8 @@ def _section_body(
         if df is None:
             continue
         parts.append(f"<h3>{html.escape(table_title(name))}</h3>{_definition_link(name)}")
+        if name == "summary":
+            df = gated_summary(df, tables, rule)
         parts.append(checks_html(df) if name == "data_checks" else table_html(df, name, cur))
         if name == "worst_orders":
             parts.append(orders_html(order_charts))

@@ -87,7 +87,8 @@ def table_html(df: pd.DataFrame, name: str, currency: str = "") -> str:
                 if kind == "amount" and row_units[i] not in ("", "amount"):
                     unit_cur = row_units[i] if row_units[i] != "quote currency" else unit_cur
             text = format_cell(col[i], kind, unit_cur)
-            text = text + suffix if text != "–" else text
+            # a number gets its unit; words ("insufficient coverage") stay as they are
+            text = text + suffix if not isinstance(col[i], str) and text != "–" else text
             cls = "txt" if kind == "text" else "num"
             cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
