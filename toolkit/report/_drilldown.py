@@ -37,7 +37,9 @@ def order_chart(tables: Mapping[str, pd.DataFrame], order_id: str) -> Figure:
     arrival mid (when a market recording gave one)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(3.6, 2.6), layout="constrained")
+    # fixed margins: twenty small charts, and a layout engine would cost more than drawing
+    fig = Figure(figsize=(3.6, 2.6))
+    fig.subplots_adjust(left=0.2, right=0.97, top=0.82, bottom=0.27)
     ax = fig.add_subplot()
     po = tables["per_order"]
     row = po[po["orderId"] == order_id].iloc[0]

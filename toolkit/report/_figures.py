@@ -99,7 +99,15 @@ def slippage_over_time(t: Tables) -> Figure:
         _no_data(ax, "no order with a quote")
         return fig
     sample = d.sample(MAX_POINTS, random_state=0) if len(d) > MAX_POINTS else d
-    ax.scatter(sample["createdAt"], sample["quote_slippage_bp"], s=8, alpha=0.5, label="orders")
+    # thousands of points: one bitmap inside the SVG, the axes and labels stay text
+    ax.scatter(
+        sample["createdAt"],
+        sample["quote_slippage_bp"],
+        s=8,
+        alpha=0.5,
+        label="orders",
+        rasterized=True,
+    )
     w = d["notional"].where(d["notional"] > 0)
     day, unit = _time_bins(d["createdAt"])
     daily = (d["quote_slippage_bp"] * w).groupby(day).sum(min_count=1) / w.groupby(day).sum(

@@ -86,8 +86,9 @@ def gated_summary(
         if value not in out.columns or count not in out.columns:
             continue
         total = executed(tables, kind)
+        counts = pd.to_numeric(out[count], errors="coerce").fillna(0).astype("int64")
         for i in out.index[gated]:
-            n = int(out.at[i, count]) if out.at[i, count] == out.at[i, count] else 0
+            n = int(counts[i])
             if not rule.enough(n, total):
                 out.at[i, value] = insufficient(n, total)
     return out

@@ -90,6 +90,7 @@ CSS = """
 .tk-report tbody tr:nth-child(even) td:first-child { background: var(--tk-bg); }
 @media (max-width: 600px) {
   .tk-report th { white-space: normal; min-width: 5em; }
+  .tk-report td .ci { display: block; }
   .tk-report table { font-size: 0.8em; }
 }
 .tk-report td.pos { color: var(--tk-bad); } .tk-report td.neg { color: var(--tk-good); }
