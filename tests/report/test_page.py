@@ -18,6 +18,7 @@ from _synthetic import mixed_orders
 
 from toolkit.report import ExecutionReport, execution_report
 from toolkit.report._format import format_cell
+from toolkit.report._gate import CoverageRule
 from toolkit.report._html import CSS, body_html, fragment_html
 
 ARTIFACTS = (
@@ -142,9 +143,18 @@ def test_screenshots_light_and_dark(
     # and text on both (many pixels far from the background)
     assert light.getpixel((5, 5)) > 240 and dark.getpixel((5, 5)) < 40
     assert _share(light, 0, 120) > 0.004 and _share(dark, 150, 255) > 0.004
-    # the notebook fragment inside JupyterLab's dark theme, tables only: no white header
-    # strips (white text on white), light text present
-    body = body_html(report.tables, None, report.title, report.describe(), collapsed=False)
+    # the notebook fragment inside JupyterLab's dark theme, with its figures: no white
+    # header strips (white text on white), no white figure cards, light text present
+    assert report._figure_svgs
+    body = body_html(
+        report.tables,
+        report._figure_svgs,
+        report.title,
+        report.describe(),
+        collapsed=False,
+        rule=CoverageRule(0.0, 1),  # every chart drawn, the waterfall near the top
+    )
+    assert "<svg" in body
     lab = ARTIFACTS / "notebook-dark.html"
     lab.write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{JUPYTER_DARK}</style>"
