@@ -48,6 +48,14 @@ try {
       const headline = document.querySelector(".tk-headline");
       const total = document.querySelector(".tk-total");
       const chartText = document.querySelector("figure svg.tk-fig text");
+      // the worst orders' table: the headers of its first columns, where a reader sees them
+      const worstTitle = [...document.querySelectorAll("h3")].find((h) => h.textContent === "Worst orders");
+      let worstHeads = [];
+      if (worstTitle) {
+        let el = worstTitle.nextElementSibling;
+        while (el && !el.classList.contains("tbl")) el = el.nextElementSibling;
+        if (el) worstHeads = [...el.querySelectorAll("th")].slice(0, 3).map((th) => ({ text: th.textContent, ...rect(th) }));
+      }
       return {
         innerWidth: window.innerWidth,
         innerHeight: window.innerHeight,
@@ -67,6 +75,7 @@ try {
         bodyBackground: getComputedStyle(document.body).backgroundColor,
         chartTextColour: chartText ? getComputedStyle(chartText).fill : null,
         chartColour: colour(document.querySelector("figure svg.tk-fig")),
+        worstHeads,
       };
     });
     await page.screenshot({ path: job.shot });

@@ -116,6 +116,14 @@ def test_headline_and_brl_total_in_the_window_without_scrolling_sideways(
         assert Path(s["shot"]).stat().st_size > 10_000 and Path(s["full"]).is_file()
 
 
+def test_worst_orders_keep_their_cost_column_in_view(seen: dict[str, Any]) -> None:
+    for s in _states(seen, "full"):
+        heads = s["worstHeads"]
+        assert [h["text"] for h in heads[:2]] == ["order id", "total cost (BRL)"], heads
+        # the order and what it cost fit the window, phone included, with no sideways scroll
+        assert all(h["left"] >= 0 and h["right"] <= s["innerWidth"] for h in heads[:2]), heads
+
+
 def test_charts_follow_the_theme(seen: dict[str, Any]) -> None:
     colours = {}
     for s in _states(seen, "full"):
