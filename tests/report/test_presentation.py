@@ -112,7 +112,7 @@ def test_no_chart_below_its_threshold() -> None:
     )
     assert "<svg>chart</svg>" not in out
     assert "Slippage distribution: insufficient coverage (5 of 100), not drawn." in out
-    assert "<svg>w</svg>" in out and "100 of 100 orders (100 %)" in out
+    assert "<svg>w</svg>" in out and "100 of 100 orders (100\xa0%)" in out
 
 
 def test_one_name_per_metric_in_words() -> None:

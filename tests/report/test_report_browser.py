@@ -104,7 +104,7 @@ def test_headline_and_brl_total_in_the_window_without_scrolling_sideways(
     for s in _states(seen, "full"):
         where = f"{s['width']} px {s['scheme']}"
         assert s["scrollWidth"] <= s["innerWidth"], f"{where}: the page scrolls sideways"
-        text = s["headlineText"]
+        text = s["headlineText"].replace("\xa0", " ")
         assert text.startswith("Trading cost over the period: "), (where, text)
         assert " bp = " in text and "routing " in text and "execution " in text, text
         assert "fees " in text, text

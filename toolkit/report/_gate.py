@@ -44,7 +44,7 @@ def insufficient(n: int, total: int) -> str:
 
 def coverage_words(n: int, total: int, what: str = "orders") -> str:
     """What a figure rests on, shown beside it: ``96 of 139 orders (69 %)``."""
-    share = f" ({n / total * 100:.0f} %)" if total else ""
+    share = f" ({n / total * 100:.0f}\u00a0%)" if total else ""  # no-break: "69 %" stays whole
     return f"{n:,} of {total:,} {what}{share}"
 
 

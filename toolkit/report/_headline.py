@@ -18,7 +18,8 @@ from toolkit.report._labels import metric_name
 
 
 def _bp(v: float) -> str:
-    return f"{format_cell(v, 'bp', '')} bp"
+    # a no-break space: a figure never wraps away from its unit
+    return f"{format_cell(v, 'bp', '')}\u00a0bp"
 
 
 def headline_sentence(tables: Mapping[str, pd.DataFrame], rule: CoverageRule) -> str:
