@@ -16,11 +16,13 @@ from _report_frames import closed_order, make_frames
 
 from toolkit.errors import InvalidRequest
 from toolkit.report import ExecutionReport, execution_report
+from toolkit.report._daily import daily_cost
 from toolkit.report._format import format_cell
 from toolkit.report._gate import CoverageRule, figure_coverage
 from toolkit.report._headline import gated_summary, headline_html, headline_sentence
 from toolkit.report._html import checks_html, figures_html
 from toolkit.report._labels import column_label, duration, metric_name, ordered_breakdown
+from toolkit.report._shown import shown
 from toolkit.report._tables import table_html
 
 T0 = pd.Timestamp("2026-11-02 09:00", tz="UTC")
@@ -270,3 +272,38 @@ def test_scope_line_has_thousands_separators() -> None:
     )
     tables.pop("daily_cost")
     assert ExecutionReport(tables).describe().startswith("2,028 orders (2,028 executed)")
+
+
+def test_intervals_carry_the_unit_of_their_value() -> None:
+    headline = pd.DataFrame(
+        {
+            "type": ["all", "all"],
+            "metric": ["execution slippage (vs chosen venue)", "fill rate"],
+            "unit": ["bp", "share"],
+            "orders": [1_035, 1_035],
+            "value": [-0.16, 0.96],
+            "ci_low": [-0.5985, 0.935],
+            "ci_high": [0.3309, 0.983],
+        }
+    )
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", shown(headline, "headline")._repr_html_())
+    assert cells[:6] == ["all", "execution slippage", "1,035", "-0.16 bp", "-0.60 bp", "0.33 bp"]
+    assert cells[-3:] == ["96.0 %", "93.5 %", "98.3 %"]
+    daily = daily_cost(
+        pd.DataFrame(
+            {
+                "executed": [True, True],
+                "decomposed": [True, True],
+                "currency": ["BRL", "BRL"],
+                "createdAt": [T0, T0],
+                "notional": [100.0, 300.0],
+                "total_cost_amount": [1.0, 2.0],
+            }
+        )
+    )
+    page = table_html(daily, "daily_cost")
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    assert "95 % low (BRL)" in heads and "95 % high (bp)" in heads
+    assert not [
+        c for c in re.findall(r"<td[^>]*>([^<]*)</td>", page) if re.fullmatch(r"-?\d+\.\d{3,}", c)
+    ]

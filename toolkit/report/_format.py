@@ -67,6 +67,8 @@ AMOUNTS = frozenset(
         "total_cost_amount",
         "unfilled_notional",
         "opportunity_cost_amount",
+        "ci_low_amount",
+        "ci_high_amount",
     }
 )
 RATES = frozenset({"fee_rate", "tier_rate"})
@@ -81,6 +83,8 @@ BY_UNIT = frozenset(
         "a",
         "b",
         "b_minus_a",
+        "ci_low",
+        "ci_high",
         "a_ci_low",
         "a_ci_high",
         "b_ci_low",
