@@ -9,11 +9,8 @@ text colour (``_svg``)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -28,9 +25,6 @@ from toolkit.report._gate import CoverageRule, coverage_words, figure_coverage, 
 from toolkit.report._headline import gated_summary, headline_html, headline_sentence
 from toolkit.report._labels import column_label
 from toolkit.report._tables import MAX_HTML_ROWS, table_html, table_title
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 #: the title of each figure, said where it would be (insufficient coverage)
 FIGURE_TITLES: dict[str, str] = {
@@ -119,12 +113,6 @@ CSS = """
 .tk-report .summary-grid { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
 .tk-report .summary-grid > div { flex: 0 1 auto; min-width: 0; max-width: 100%; }
 """
-
-
-def figure_png_base64(fig: Figure, dpi: int = 100) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _definition_link(table: str) -> str:
@@ -346,7 +334,6 @@ __all__ = [
     "checks_html",
     "coverage_html",
     "document_html",
-    "figure_png_base64",
     "figures_html",
     "fragment_html",
     "headline_html",
