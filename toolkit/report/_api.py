@@ -56,7 +56,10 @@ class ExecutionReport:
     ``cost_decomposition`` and ``summary``; ``report.definitions`` says what each metric
     is, and ``report.coverage`` what the set covers (shown under the page's title and in
     ``repr``). In a notebook every table shows formatted (headers in words, units,
-    thousands separators); it is a DataFrame all the same.
+    thousands separators); it is a DataFrame all the same. ``report.rule`` holds the
+    coverage rule of the page (``min_coverage``, ``min_orders``); ``daily_cost`` and
+    ``worst_order_quotes`` are tables too (a set written before them draws the first
+    again from ``per_order`` and leaves the second empty).
     """
 
     def __init__(
