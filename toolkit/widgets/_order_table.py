@@ -1,0 +1,113 @@
+"""The order view's table as text: one row's HTML (its cells, its condensed timeline) and
+the matching orders as a DataFrame."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from toolkit.widgets._order_format import TIMELINE_STEPS, badge, qty_text
+from toolkit.widgets._theme import price_text, when
+
+
+def timeline(book: Any, state: Any, loaded_at: int | None) -> tuple[str, str, str]:
+    """``state``'s timeline condensed to its last steps: (HTML, its text, the whole
+    history for the tooltip). A step read over REST after a gap is marked (italic); the
+    read at start (its ``updatedAt`` is ``loaded_at``) is not."""
+    steps, names, full = [], [], []
+    for t in book.history(state.order_id):
+        name = t.status.upper()
+        after_gap = t.reconciled and t.updated_at_ms != loaded_at
+        mark = " (REST after a gap)" if after_gap else ""
+        full.append(f"{name}{mark} {when(t.updated_at_ms)}")
+        names.append(name)
+        name = html.escape(name)
+        steps.append(f"<span class='tk-rec'>{name}</span>" if after_gap else name)
+    shown = " → ".join(steps[-TIMELINE_STEPS:])
+    text = " → ".join(names[-TIMELINE_STEPS:])
+    if len(steps) > TIMELINE_STEPS:
+        more = f"+{len(steps) - TIMELINE_STEPS} →"
+        shown = f"<span class='tk-muted'>{more}</span> {shown}"
+        text = f"{more} {text}"
+    return shown, text, "\n".join(full)
+
+
+def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool) -> str:
+    """One order's row of the grid ``grid``, with its timeline ``steps``."""
+    order: Mapping[str, Any] = state.order
+    shown, _text, full = steps
+    oid = html.escape(state.order_id)
+    id_cell = (
+        f"<span class='tk-pin' data-pinned='1' title='{oid} (pinned)'>{oid}</span>"
+        if pinned
+        else f"<span title='{oid}'>{oid}</span>"
+    )
+    average = order.get("average")
+    if average in (None, ""):
+        average = order.get("price")
+    cells = "".join(
+        f"<span class='tk-num'>{html.escape(text)}</span>"
+        for text in (
+            price_text(order.get("limitPrice")),
+            qty_text(order.get("amount")),
+            qty_text(order.get("filled")),
+            price_text(average),
+        )
+    )
+    return (
+        f"<div class='tk-orow tk-grid tk-view' style='{grid}' data-order='{oid}'>"
+        f"{id_cell}"
+        f"<span>{html.escape(str(order.get('type', '')))}</span>"
+        f"<span>{html.escape(str(order.get('symbol', '')))}</span>"
+        f"<span>{html.escape(str(order.get('side', '')))}</span>"
+        f"{cells}"
+        f"<span>{badge(state.status, state.status_raw)}</span>"
+        f"<span class='tk-tl' title='{html.escape(full)}'>{shown}</span>"
+        f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
+    )
+
+
+def orders_frame(
+    states: Sequence[Any], book: Any, outcome: Callable[[str], str | None]
+) -> pd.DataFrame:
+    """``states`` as the view's ``to_frame()`` gives them (see there)."""
+
+    def number(field: str, fallback: str | None = None) -> pd.Series:
+        values = []
+        for s in states:
+            v = s.order.get(field)
+            if v in (None, "") and fallback is not None:
+                v = s.order.get(fallback)
+            values.append(None if v in (None, "") else v)
+        return pd.to_numeric(pd.Series(values, dtype="object"), errors="coerce").astype("float64")
+
+    return pd.DataFrame(
+        {
+            "orderId": pd.array([s.order_id for s in states], dtype="string"),
+            "type": pd.array([s.order.get("type") for s in states], dtype="string"),
+            "symbol": pd.array([s.order.get("symbol") for s in states], dtype="string"),
+            "side": pd.array([s.order.get("side") for s in states], dtype="string"),
+            "limitPrice": number("limitPrice"),
+            "amount": number("amount"),
+            "filled": number("filled"),
+            "average": number("average", "price"),
+            "status": pd.array([s.status for s in states], dtype="string"),
+            "statusRaw": pd.array([s.status_raw for s in states], dtype="string"),
+            "timeline": pd.array(
+                [" → ".join(t.status.upper() for t in book.history(s.order_id)) for s in states],
+                dtype="string",
+            ),
+            "updatedAt": pd.to_datetime(
+                pd.Series([s.updated_at_ms or None for s in states], dtype="float64"),
+                unit="ms",
+                utc=True,
+            ).astype("datetime64[ms, UTC]"),
+            "cancelOutcome": pd.array([outcome(s.order_id) for s in states], dtype="string"),
+        }
+    )
+
+
+__all__ = ["orders_frame", "row_html", "timeline"]
