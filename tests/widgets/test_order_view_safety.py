@@ -80,6 +80,11 @@ def test_a_first_click_arms_and_only_a_second_on_the_same_button_cancels(
         assert client.cancelled == [] and view.armed == oid
         assert button.description == f"Confirm cancel {oid}"
         assert button.button_style == "danger"
+        # every row's Cancel cell is wide enough for the armed label: no column moves
+        basis = {slot.action.layout.flex for slot in view._slots}
+        assert len(basis) == 1
+        assert float(basis.pop().split()[2].removesuffix("em")) >= 0.6 * len("Confirm cancel l-0")
+        assert float(view._slots[0].action.layout.flex.split()[2][:-2]) >= 0.6 * (15 + 13)
         button.click()
         await settle(view)
         assert client.cancelled == [oid]
@@ -278,6 +283,16 @@ def test_amount_filled_and_average_price_columns(ev: Any, clock: Any) -> None:
     assert "351,234.50" in slot.html.value
     row = view.to_frame().iloc[0]
     assert (row["amount"], row["filled"], row["average"]) == (0.0015, 0.0015, 351234.5)
+    unfilled = ev.order("l-1", "OPEN", 2_000)
+    unfilled.order.update(amount="0.001", average="0")  # nothing executed: no average
+    view.apply(unfilled)
+    view.repaint(force=True)
+    slot = view.slot_for("l-1")
+    assert (
+        slot is not None
+        and "<span class='tk-num'>–</span><span class='tk-num'>–</span><span><span class='tk-badge"
+        in slot.html.value
+    )
 
 
 def test_columns_do_not_move_when_a_timeline_grows(ev: Any, clock: Any) -> None:
@@ -289,3 +304,18 @@ def test_columns_do_not_move_when_a_timeline_grows(ev: Any, clock: Any) -> None:
         view.apply(ev.order("l-0", status, 2_000 + k))
         view.repaint(force=True)
         assert view._grid == grid and slot.html.layout.min_width == width
+
+
+def test_the_lines_above_the_rows_keep_their_height(ev: Any, clock: Any) -> None:
+    """Seen in Chromium: arming a Cancel lengthened the counts line, the filter bar wrapped
+    and every row moved down under the pointer. The counts have a line of their own, one
+    line high whatever they say (the whole of it on hover), and so has the state line."""
+    from toolkit.widgets._theme import STYLE
+
+    view, _client = open_view(ev, clock)
+    assert view._counts not in view._bar.children and view._counts.layout.width == "100%"
+    assert ".tk-counts, .tk-status {white-space: nowrap; overflow: hidden;" in STYLE
+    button_of(view, 0).click()
+    assert "held still" in view._counts.value and "title='4 of 4 shown (held" in (
+        view._counts.value
+    )

@@ -134,7 +134,7 @@ def test_cancel_button_sizes_to_its_text(ev: Any) -> None:
 
 def test_header_is_a_row_like_the_others_so_columns_line_up(ev: Any) -> None:
     view = busy_order_view(ev)
-    header, first = view.widget.children[2], view.widget.children[3]
+    header, first = view.widget.children[3], view.widget.children[4]
     assert [type(w) for w in header.children] == [type(w) for w in first.children]
     assert [w.layout.flex for w in header.children] == [w.layout.flex for w in first.children]
     grid_of = re.compile(r"grid-template-columns:[^;']+")
@@ -503,7 +503,7 @@ def test_a_long_id_widens_the_first_column_instead_of_being_cut(ev: Any) -> None
     for oid in (long_id, "l-1"):
         slot = view.slot_for(oid)
         assert slot is not None and "minmax(22.7em, 1.2fr)" in slot.html.value
-    header, first = view.widget.children[2].children[1], view.slot_for("l-1")
+    header, first = view.widget.children[3].children[1], view.slot_for("l-1")
     assert first is not None and "minmax(22.7em, 1.2fr)" in header.value
     # rows never get narrower than the grid: a narrow container scrolls instead
     assert header.layout.min_width == first.html.layout.min_width

@@ -44,6 +44,8 @@ class CancelPart:
 
         def _paint_soon(self) -> None: ...
 
+        def repaint(self, *, force: bool = False) -> bool: ...
+
     # -- the click ---------------------------------------------------------------------
 
     @property
@@ -74,8 +76,10 @@ class CancelPart:
             self._layout = self.visible_order_ids
         if not self._guard.click(order_id):
             self._buttons.arm(order_id)
-            self._show_outcome(order_id)
             self._schedule_guard()
+            # a user's click is answered at once (the counts say the rows hold still)
+            self._changed = True
+            self.repaint(force=True)
             return
         self._buttons.arm(None)
         self._guard.hold(order_id)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.widgets._order_format import TIMELINE_STEPS, badge, qty_text
+from toolkit.widgets._order_format import STATUS_ORDER, TIMELINE_STEPS, badge, qty_text
 from toolkit.widgets._theme import price_text, when
 
 
@@ -48,6 +48,8 @@ def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool
     average = order.get("average")
     if average in (None, ""):
         average = order.get("price")
+    if _zero(average):
+        average = None  # nothing executed yet: no average price
     cells = "".join(
         f"<span class='tk-num'>{html.escape(text)}</span>"
         for text in (
@@ -68,6 +70,39 @@ def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool
         f"<span class='tk-tl' title='{html.escape(full)}'>{shown}</span>"
         f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
     )
+
+
+def counts_html(book: Any, shortcuts: Any, shown: int, total: int, *, held: bool) -> str:
+    """The line above the rows: "N of M shown", the orders per shortcut and per status
+    (one line; the whole of it on hover)."""
+    counts: dict[str, int] = {}
+    groups: dict[str | None, int] = {"ACTIVE": 0, "FINALIZED": 0, None: 0}
+    for state in book.orders.values():
+        counts[state.status] = counts.get(state.status, 0) + 1
+        groups[shortcuts.shortcut(state.status, state.order.get("type"))] += 1
+    # a status the profile puts in neither shortcut is counted apart
+    other = f", other {groups[None]}" if groups[None] else ""
+    still = " (held still while a cancel is armed or shown)" if held else ""
+    parts = [
+        f"<b data-shown='{shown}' data-total='{total}'>{shown} of {total} shown</b>{still};"
+        f" {sum(counts.values())} orders (ACTIVE {groups['ACTIVE']}, "
+        f"FINALIZED {groups['FINALIZED']}{other})"
+    ]
+    ordered = [s for s in STATUS_ORDER if s in counts] + sorted(
+        s for s in counts if s not in STATUS_ORDER
+    )
+    parts += [f"{badge(s)}&nbsp;{counts[s]}" for s in ordered]
+    title = html.escape(
+        f"{shown} of {total} shown{still}; " + ", ".join(f"{s} {counts[s]}" for s in ordered)
+    )
+    return f"<div class='tk-counts' title='{title}'>" + " ".join(parts) + "</div>"
+
+
+def _zero(value: object) -> bool:
+    try:
+        return float(value) == 0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def orders_frame(
@@ -110,4 +145,4 @@ def orders_frame(
     )
 
 
-__all__ = ["orders_frame", "row_html", "timeline"]
+__all__ = ["counts_html", "orders_frame", "row_html", "timeline"]

@@ -23,7 +23,6 @@ from toolkit.widgets._order_format import (
     FILTERS,
     LEGEND,
     SESSION,
-    STATUS_ORDER,
     Shortcuts,
     badge,
     matches,
@@ -32,7 +31,7 @@ from toolkit.widgets._order_format import (
 from toolkit.widgets._order_guard import CancelGuard
 from toolkit.widgets._order_slot import OrderButtons
 from toolkit.widgets._order_slot import OrderSlot as _Slot
-from toolkit.widgets._order_table import orders_frame, row_html, timeline
+from toolkit.widgets._order_table import counts_html, orders_frame, row_html, timeline
 from toolkit.widgets._sources import aiter_events, describe_source, is_client
 from toolkit.widgets._theme import STYLE
 from toolkit.widgets._throttle import Clock
@@ -183,7 +182,8 @@ class OrderStatusView(LiveView, CancelPart):
         self._id_chars = 0
         self._shown_total = (0, 0)
 
-        self._counts = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        # on a line of its own, one line high: what it says never moves the rows
+        self._counts = widgets.HTML(layout=widgets.Layout(width="100%", min_width="0"))
         self.filter = widgets.Dropdown(
             options=list(FILTER_LABELS),
             value=status.upper(),
@@ -219,12 +219,13 @@ class OrderStatusView(LiveView, CancelPart):
         self._buttons = OrderButtons(self._on_cancel_click, keep=max(64, 4 * max_rows))
         self._set_grid(order_grid())
         self._bar = widgets.HBox(
-            [self.filter, self.find, self.pin_button, self._counts],
+            [self.filter, self.find, self.pin_button],
             layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"),
         )
         self._container.children = (
             self._status,
             self._bar,
+            self._counts,
             self._header.box,
             *(slot.box for slot in self._slots),
             self._legend,
@@ -436,11 +437,12 @@ class OrderStatusView(LiveView, CancelPart):
         if grid == self._grid:
             return
         self._grid = grid
+        # the Cancel cell fits "Confirm cancel <id>" in the widgets' font
+        action = f"0 0 {0.6 * (15 + max(self._id_chars, 13)) + 2.5:.1f}em"
         # the table's font is 0.92 of the widgets' (see _theme)
         for slot in (self._header, *self._slots):
             slot.html.layout.min_width = f"calc({width_em + 0.5:.1f}em * 0.92)"
-            # the Cancel cell fits "Confirm cancel <id>" in the widgets' font
-            slot.action.layout.flex = f"0 0 {0.6 * (15 + self._id_chars) + 2.5:.1f}em"
+            slot.action.layout.flex = action
         self._header.html.value = (
             f"{STYLE}<div class='tk-orow tk-head tk-grid tk-view' style='{grid}'>"
             f"{self._header_cells}</div>"
@@ -502,23 +504,7 @@ class OrderStatusView(LiveView, CancelPart):
         if self._loading:
             note = "stopped before the orders were read" if self._stopped else f"{_LOADING}…"
             return f"<div class='tk-counts tk-muted' data-loading='true'>{note}</div>"
-        counts = self.counts()
-        groups = {"ACTIVE": 0, "FINALIZED": 0, None: 0}
-        for state in self.book.orders.values():
-            groups[self._shortcuts.shortcut(state.status, state.order.get("type"))] += 1
-        # a status the profile puts in neither shortcut is counted apart
-        other = f", other {groups[None]}" if groups[None] else ""
-        held = " (held still while a cancel is armed or shown)" if self._guard.frozen else ""
-        parts = [
-            f"<b data-shown='{shown}' data-total='{total}'>{shown} of {total} shown</b>{held};"
-            f" {sum(counts.values())} orders (ACTIVE {groups['ACTIVE']}, "
-            f"FINALIZED {groups['FINALIZED']}{other})"
-        ]
-        ordered = [s for s in STATUS_ORDER if s in counts] + sorted(
-            s for s in counts if s not in STATUS_ORDER
-        )
-        parts += [f"{badge(s)}&nbsp;{counts[s]}" for s in ordered]
-        return "<div class='tk-counts'>" + " ".join(parts) + "</div>"
+        return counts_html(self.book, self._shortcuts, shown, total, held=self._guard.frozen)
 
     def _all_widgets(self) -> list[widgets.Widget]:
         out: list[widgets.Widget] = [

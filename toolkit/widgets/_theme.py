@@ -113,6 +113,9 @@ def _css() -> str:
         f" font-size: 0.92em; background: {v['grey']};}}",
         ".tk-tl .tk-rec, .tk-legend .tk-rec {font-style: italic; opacity: 0.75;}",
         f".tk-legend {{color: {v['muted']}; font-size: 0.92em;}}",
+        # the lines above the rows keep one line's height whatever they say (the whole of
+        # it on hover): a longer count or state must not push the rows under the pointer
+        ".tk-counts, .tk-status {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}",
         # a cancel's outcome wraps in its narrow cell rather than being cut
         ".tk-outcome {display: inline-block; line-height: 1.25; overflow-wrap: anywhere;}",
         # an error on one line, the whole of it on a click (<details>)
