@@ -319,3 +319,11 @@ def test_the_lines_above_the_rows_keep_their_height(ev: Any, clock: Any) -> None
     assert "held still" in view._counts.value and "title='4 of 4 shown (held" in (
         view._counts.value
     )
+
+
+def test_what_the_view_remembers_per_order_is_bounded_like_the_book(ev: Any, clock: Any) -> None:
+    view = OrderStatusView([], clock=clock, autostart=False, history_limit=10)
+    for i in range(3_000):
+        view.apply(ev.order(f"m-{i}", "closed", 1_000 + i, type_="market"))
+    assert len(view.book.orders) <= 10
+    assert len(view._new_ids) + len(view._loaded) <= 4 * 256 + 1

@@ -299,6 +299,11 @@ class OrderStatusView(LiveView, CancelPart):
                 self._new_ids.add(oid)
         elif event.reconciled and self.book.reconciles == 0 and oid in self._loaded:
             self._loaded[oid] = event.updated_at_ms
+        if len(self._new_ids) + len(self._loaded) > 4 * max(len(self.book.orders), 256):
+            # bounded like the book: forget the orders it no longer holds
+            held = self.book.orders
+            self._new_ids = {o for o in self._new_ids if o in held}
+            self._loaded = {o: t for o, t in self._loaded.items() if o in held}
         note = self._notes.get(oid)
         if note is not None and note[1] == FAILED_TONE:
             # a failed cancel's error stays on its row until the order moves on
