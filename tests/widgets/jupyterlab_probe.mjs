@@ -61,16 +61,29 @@ function installChecks() {
       const view = { kind, area: [area.left, area.right], visible: [visible.left, visible.right], rows: 0, buttons: 0 };
       views.push(view);
       // the order view's table (amount, filled, average price, full times) may be wider
-      // than the output area: its container scrolls sideways, and what lies in it must
-      // lie within what the scrolling reaches; its Cancel cells come first, in sight
+      // than the output area: it scrolls sideways (its own container or the output area),
+      // and what lies in it must lie within what the scrolling reaches; its Cancel cells
+      // come first, in sight
+      const scroller = (el) => {
+        for (let p = el.parentElement; p; p = p.parentElement) {
+          const o = getComputedStyle(p).overflowX;
+          if ((o === "auto" || o === "scroll") && p.scrollWidth > p.clientWidth + 1) return p;
+          if (p === output) return null;
+        }
+        return null;
+      };
+      const reachOf = (el) => {
+        const s = scroller(el);
+        if (!s) return [left, right];
+        const b = s.getBoundingClientRect();
+        return [b.left - s.scrollLeft, b.left - s.scrollLeft + s.scrollWidth];
+      };
       const box = output.querySelector(".widget-vbox");
-      const scrolls = box && box.scrollWidth > box.clientWidth + 1;
-      const reach = scrolls
-        ? [box.getBoundingClientRect().left - box.scrollLeft, box.getBoundingClientRect().left - box.scrollLeft + box.scrollWidth]
-        : [left, right];
+      const scrolls = [...output.querySelectorAll(".tk-grid")].some((g) => scroller(g) !== null);
       const check = (el, what) => {
         if (!shown(el)) return;
         const r = el.getBoundingClientRect();
+        const reach = reachOf(el);
         if (r.left < reach[0] - 1 || r.right > reach[1] + 1) {
           problems.push({ view: kind, what: `${what} outside`, where: where(el), text: text(el), left: r.left, right: r.right, bounds: reach });
         }
@@ -80,7 +93,7 @@ function installChecks() {
       };
       // the prices fit (their own container must not scroll); the orders' Cancel is in sight
       if (scrolls && kind === "prices") {
-        problems.push({ view: kind, what: "view scrolls sideways", where: "container", text: "", scrollWidth: box.scrollWidth, clientWidth: box.clientWidth });
+        problems.push({ view: kind, what: "view scrolls sideways", where: "container", text: "", scrollWidth: box ? box.scrollWidth : 0, clientWidth: box ? box.clientWidth : 0 });
       }
       output.querySelectorAll(".widget-button").forEach((b) => {
         const r = b.getBoundingClientRect();

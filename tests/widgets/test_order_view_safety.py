@@ -7,6 +7,7 @@ orders; amount, filled and average price; the REST marker only after a gap."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -283,6 +284,9 @@ def test_amount_filled_and_average_price_columns(ev: Any, clock: Any) -> None:
     assert "351,234.50" in slot.html.value
     row = view.to_frame().iloc[0]
     assert (row["amount"], row["filled"], row["average"]) == (0.0015, 0.0015, 351234.5)
+    # a quantity to 8 decimals fits its column whole (JupyterLab clipped "0.00064994")
+    mins = [float(m) for m in re.findall(r"minmax\(([\d.]+)em", view._grid)]
+    assert mins[6] == mins[7] >= 0.61 * len("0.00064994") + 0.4
     unfilled = ev.order("l-1", "OPEN", 2_000)
     unfilled.order.update(amount="0.001", average="0")  # nothing executed: no average
     view.apply(unfilled)
@@ -290,7 +294,7 @@ def test_amount_filled_and_average_price_columns(ev: Any, clock: Any) -> None:
     slot = view.slot_for("l-1")
     assert (
         slot is not None
-        and "<span class='tk-num'>–</span><span class='tk-num'>–</span><span><span class='tk-badge"
+        and "<span class='tk-num'>–</span><span class='tk-num'>–</span><span class='tk-tl'"
         in slot.html.value
     )
 

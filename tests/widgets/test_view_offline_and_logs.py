@@ -46,11 +46,14 @@ def test_offline_prices_are_greyed_with_their_age(ev: Any, clock: Any) -> None:
     assert "tk-stale" not in row and "s old" not in row
 
 
-def test_a_stopped_view_shows_its_prices_age(ev: Any, clock: Any) -> None:
+def test_a_stopped_view_keeps_its_prices_and_times(ev: Any, clock: Any) -> None:
+    """Stopped is no lost connection: the state line says "stopped" and the prices keep
+    their times (an age frozen at the stop would read wrong in a saved notebook)."""
     view = prices(ev, clock)
     clock.advance(3)
     view.stop()
-    assert ">3 s old</span>" in view._row_widgets["ETH/BRL"].value
+    row = view._row_widgets["ETH/BRL"].value
+    assert "tk-stale" not in row and "2026-09-21 14:13:20.000" in row
 
 
 def test_the_flash_marks_a_change_and_ends_before_the_next_tick(ev: Any, clock: Any) -> None:

@@ -19,8 +19,9 @@ from toolkit.widgets._throttle import Clock, RepaintThrottle
 _log = logging.getLogger("toolkit.widgets")
 
 #: states in which what a view shows is not live: its prices are greyed with their age
-#: and its Cancel buttons are disabled
-OFFLINE = frozenset({"connecting", "reconnecting", "error", "stopped"})
+#: and its Cancel buttons are disabled (a stopped view says "stopped" and keeps its last
+#: prices and times as they were: a frozen age would only go stale in a saved notebook)
+OFFLINE = frozenset({"connecting", "reconnecting", "error"})
 #: the loggers of what a running view does (its stream, its order book, itself): their
 #: records go to the view's status line, never printed into the cell's output
 VIEW_LOGGERS = ("toolkit.stream", "toolkit.orderbook", "toolkit.widgets")
@@ -298,8 +299,8 @@ class LiveView:
 
     @property
     def offline(self) -> bool:
-        """True while what the view shows is not live (connecting, reconnecting, failed or
-        stopped): prices are greyed with their age, Cancel buttons disabled."""
+        """True while what the view shows is not live (connecting, reconnecting, failed):
+        prices are greyed with their age, Cancel buttons disabled."""
         return self.state in OFFLINE
 
     def _on_state(self) -> None:

@@ -34,16 +34,18 @@ FILTER_LABELS = tuple(("this session's orders" if f == SESSION else f, f) for f 
 EXECUTED_STATUSES = frozenset({"EXECUTED", "CLOSED"})
 #: after a cancel, the order ended without executing, but not as CANCELLED
 ENDED_STATUSES = frozenset({"REJECTED", "EXPIRED"})
+# the order and its status first: in sight, beside the Cancel cell, where the table
+# scrolls sideways (JupyterLab at 1,280 px with its file browser open, a phone)
 COLUMNS = (
     "order",
-    "type",
+    "status",
     "symbol",
     "side",
+    "type",
     "limit",
     "amount",
     "filled",
     "avg price",
-    "status",
     "timeline",
     "updated (UTC)",
 )
@@ -69,8 +71,10 @@ def order_grid(id_chars: int = 13) -> tuple[str, float]:
     id_em = max(8.0, 0.62 * id_chars + 0.4)
     timeline_em = _CHAR_EM * TIMELINE_CHARS + 0.4
     updated_em = _CHAR_EM * WHEN_CHARS + 0.4
-    mins = (id_em, 3.9, 5.3, 2.6, 6.6, 5.6, 5.6, 6.6, 7.0, timeline_em, updated_em)
-    weights = (1.2, 0.4, 0.5, 0.3, 0.7, 0.6, 0.6, 0.7, 0.6, 2.0, 1.0)
+    # a quantity to 8 decimals ("0.00064994") and a price ("351,234.56") fit whole
+    qty_em = _CHAR_EM * 10 + 0.6
+    mins = (id_em, 7.0, 5.3, 2.6, 3.9, 6.6, qty_em, qty_em, 6.6, timeline_em, updated_em)
+    weights = (1.2, 0.6, 0.5, 0.3, 0.4, 0.7, 0.6, 0.6, 0.7, 2.0, 1.0)
     columns = " ".join(f"minmax({m:.1f}em, {w}fr)" for m, w in zip(mins, weights, strict=True))
     return grid(columns), sum(mins) + 0.5 * (len(mins) - 1)
 

@@ -62,11 +62,11 @@ def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool
     return (
         f"<div class='tk-orow tk-grid tk-view' style='{grid}' data-order='{oid}'>"
         f"{id_cell}"
-        f"<span>{html.escape(str(order.get('type', '')))}</span>"
+        f"<span>{badge(state.status, state.status_raw)}</span>"
         f"<span>{html.escape(str(order.get('symbol', '')))}</span>"
         f"<span>{html.escape(str(order.get('side', '')))}</span>"
+        f"<span>{html.escape(str(order.get('type', '')))}</span>"
         f"{cells}"
-        f"<span>{badge(state.status, state.status_raw)}</span>"
         f"<span class='tk-tl' title='{html.escape(full)}'>{shown}</span>"
         f"<span class='tk-num'>{when(state.updated_at_ms)}</span></div>"
     )

@@ -61,7 +61,7 @@ class OrderStatusView(LiveView, CancelPart):
     ``HOLD_S`` seconds after a cancel's outcome last changed, the rows hold still (a new
     order fills an empty row only) and the cancelled order keeps its row with its outcome,
     even when the filter no longer matches it. While the view is offline (connecting,
-    reconnecting, failed, stopped) the Cancel buttons are disabled. The cancel awaits
+    reconnecting, failed), and once stopped, the Cancel buttons are disabled. The cancel awaits
     ``client.acancel_limit_order(order_id)`` and shows the ``CancelResult`` (accepted,
     deferred while executing, was final, already cancelling); a request that failed
     leaves its error on one line beside the button, the whole of it on a click, until the
