@@ -388,18 +388,23 @@ class OrderStatusView(LiveView, CancelPart):
     def _dirty(self) -> bool:
         return self._changed or self._expired()
 
-    def _passes(self, state: Any) -> bool:
-        """Whether an order passes the filter and the find box."""
-        flt = self.filter.value
-        if flt == SESSION:
-            ok = state.order_id in self._new_ids
-        else:
-            ok = matches(state.status, flt, state.order.get("type"), self._shortcuts)
+    def _passing(self) -> list[Any]:
+        """The orders that pass the filter and the find box, in the book's order."""
+        flt, shortcuts, new = self.filter.value, self._shortcuts, self._new_ids
         text = str(self.find.value or "").strip().lower()
-        return ok and (not text or text in state.order_id.lower())
+        return [
+            s
+            for s in self.book.orders.values()
+            if (
+                s.order_id in new
+                if flt == SESSION
+                else matches(s.status, flt, s.order.get("type"), shortcuts)
+            )
+            and (not text or text in s.order_id.lower())
+        ]
 
     def _matching(self) -> list[Any]:
-        states = [s for s in self.book.orders.values() if self._passes(s)]
+        states = self._passing()
         states.sort(key=lambda s: (s.updated_at_ms, s.order_id), reverse=True)
         return states
 
@@ -411,7 +416,7 @@ class OrderStatusView(LiveView, CancelPart):
         self._buttons.arm(self._guard.armed)
         orders = self.book.orders
         pinned = [orders[oid] for oid in self._pins if oid in orders]
-        rest = {s.order_id: s for s in self._matching()}
+        rest = {s.order_id: s for s in self._passing()}
         for oid in self._guard.held:
             if oid in orders:
                 rest.setdefault(oid, orders[oid])

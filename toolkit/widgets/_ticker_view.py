@@ -185,6 +185,8 @@ class TickerView(LiveView):
         self._row_widgets: dict[str, widgets.HTML] = {}
         self._dirty_rows: set[str] = set()
         self._caption_stale = False
+        # whether the rows were last painted greyed (offline)
+        self._shown_offline = False
         self._kind = describe_source(source)
         header = "".join(f"<span class='{cls}'>{html.escape(c)}</span>" for c, cls in _COLUMNS)
         self._grid = _grid(spark_len)
@@ -337,6 +339,9 @@ class TickerView(LiveView):
     # -- offline: greyed prices with their age -------------------------------------------
 
     def _on_state(self) -> None:
+        if self.offline == self._shown_offline:
+            return  # the rows already say it: nothing to repaint
+        self._shown_offline = self.offline
         # every row shows (or stops showing) its age; a stopped view is painted here, as
         # its repaints are over
         self._dirty_rows.update(s for s, r in self._rows.items() if r.ticks)
