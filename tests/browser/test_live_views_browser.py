@@ -4,17 +4,31 @@ the simulator, embedded with ipywidgets' HTML manager, and loaded in headless Ch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html.parser
+import json
+import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _browser import embed_js as _embed_js
+from _browser import free_port as _free_port
+from _browser import playwright as _playwright
+from _browser import stop as _stop
+from _browser import using as _using
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = ROOT / "out" / "browser"
@@ -187,3 +201,260 @@ def test_live_views_render_in_chromium(fresh_sim: Any, tmp_path: Path) -> None:
         assert shot.exists() and shot.stat().st_size > 5_000
         shutil.copy(page, ARTEFACTS / f"{name}.html")
     shutil.copy(embed_js, ARTEFACTS / "embed.js")
+
+
+# -- clicking Cancel in a live page --------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+CANCEL_PROBE = HERE / "cancel_probe.mjs"
+SHOTS = ROOT / "out" / "screenshots"
+NODE = shutil.which("node")
+VOILA = Path(sys.executable).parent / "voila"
+# deadlines only: each wait of the probe ends as soon as the page shows what it waits for
+# (with both cores busy a kernel's start and each round trip take several times longer)
+WAIT_MS = 120_000
+# the page: the view of the OPEN orders, on a live kernel, against the test's simulator
+CELLS = [
+    "import toolkit as tk\n\nclient = tk.Client.from_env()",
+    'orders = tk.OrderStatusView(client, status="OPEN", max_rows=8)\norders',
+]
+
+
+def _voila(notebook: Path, port: int, base_url: str, log: Path) -> subprocess.Popen[Any]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TOOLKIT_ENV", "TOOLKIT_WS_URL", "TOOLKIT_PROFILE", "TOOLKIT_PROFILE_ID")
+    }
+    env.update(
+        TOOLKIT_BASE_URL=base_url,
+        TOOLKIT_API_KEY="demo",
+        TOOLKIT_API_SECRET="demo-secret",
+        TOOLKIT_PROFILE_ID="P1",  # the profile a cancel names (the account's orders')
+        JUPYTER_RUNTIME_DIR=str(notebook.parent / "jupyter-runtime"),
+        # the kernelspec runs "python": the venv's
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [
+                str(VOILA),
+                str(notebook),
+                f"--port={port}",
+                "--no-browser",
+                "--Voila.ip=127.0.0.1",
+                "--Voila.port_retries=0",
+                "--progressive_rendering=True",
+                "--show_tracebacks=True",
+            ],
+            cwd=notebook.parent,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _wait_http(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"voila exited:\n{log.read_text()[-3000:]}"
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # any HTTP status will do
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"voila not answering:\n{log.read_text()[-3000:]}"
+        time.sleep(0.1)
+
+
+class _Gate:
+    """A TCP forwarder on loopback between the page's kernel and the simulator: ``close()``
+    drops every connection and closes the port (the service unreachable, as a closed port
+    on 127.0.0.1 is), ``open()`` listens on the same port again."""
+
+    def __init__(self, target_port: int) -> None:
+        self.port = _free_port()
+        self._target = target_port
+        self._lock = threading.Lock()
+        self._socks: set[socket.socket] = set()
+        self._server: socket.socket | None = None
+        self.open()
+
+    def open(self) -> None:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", self.port))
+        server.listen(64)
+        server.settimeout(0.1)
+        self._server = server
+        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+
+    def _accept(self, server: socket.socket) -> None:
+        while self._server is server:
+            try:
+                client, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self._target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._socks |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        with self._lock:
+            socks, self._socks = self._socks, set()
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def _cancel_probe(config: dict[str, Any], gate: _Gate) -> dict[str, Any]:
+    """Run the probe; when it asks for the service to go away, close the gate."""
+    assert NODE is not None
+    probe = subprocess.Popen(
+        [NODE, str(CANCEL_PROBE), json.dumps(config)],
+        cwd=HERE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert probe.stdin is not None and probe.stdout is not None
+    last = ""
+    try:
+        # the probe's own waits end it (each has a deadline); pytest's timeout bounds this
+        for line in probe.stdout:
+            last = line.strip() or last
+            if last == json.dumps({"ask": "offline"}, separators=(",", ":")):
+                gate.close()
+                probe.stdin.write("ok\n")
+                probe.stdin.flush()
+        err = probe.stderr.read() if probe.stderr else ""
+        probe.wait(60)
+    finally:
+        _stop(probe)
+        for pid in _using(str(config["profile"])):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert probe.returncode == 0, err[-3000:]
+    result: dict[str, Any] = json.loads(last)
+    return result
+
+
+@pytest.mark.timeout(1500)  # two themes, each a kernel and a dozen round trips, cores busy
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_click_after_the_rows_moved_cancels_nothing_and_offline_disables_cancel(
+    tmp_path: Path,
+) -> None:
+    """Issue #27, in Chromium at 1,280 and 390 px, JupyterLab's light and dark themes (a
+    Voilà page, so a live kernel answers the clicks): at one spot, a first click arms the
+    order there and a second one cancels it; once that order has left the OPEN view and
+    the rows moved, a click at the same spot only arms the order now there, so the
+    simulator ends with exactly the confirmed orders cancelled; a view whose service went
+    unreachable (its port closed) disables every Cancel. Screenshots of each state:
+    out/screenshots/."""
+    import nbformat
+
+    from toolkit.sim import Simulator
+
+    if not VOILA.exists():
+        pytest.fail(f"{VOILA} missing: install the dev extra (pip install -e '.[dev]')")
+    _playwright()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    notebook = tmp_path / "cancel.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    nbformat.write(nb, notebook)
+    with Simulator(seed=11, engine=False, history_orders=40) as sim:
+        client = sim.client()
+        try:
+            # far below the market: they stay OPEN until cancelled
+            mine = [
+                str(client.create_limit_order("BTC/BRL", "buy", "1000", amount="0.001")["id"])
+                for _ in range(10)
+            ]
+            before = set(client.load_orders(status="OPEN").orders["id"])
+            port = _free_port()
+            log = tmp_path / "voila.log"
+            # the page's kernel reaches the simulator through a gate the test can close
+            gate = _Gate(int(sim.base_url.rsplit(":", 1)[1]))
+            voila = _voila(notebook, port, f"http://127.0.0.1:{gate.port}", log)
+            results = []
+            try:
+                _wait_http(f"http://127.0.0.1:{port}/", voila, log)
+                for theme in ("light", "dark"):
+                    profile = tmp_path / f"chromium-{theme}"
+                    config = {
+                        "url": f"http://127.0.0.1:{port}/?theme={theme}",
+                        "theme": theme,
+                        "widths": [1280, 390],
+                        "height": 1100,
+                        "shots": str(SHOTS),
+                        "profile": str(profile),
+                        "timeoutMs": WAIT_MS,
+                    }
+                    results.append(_cancel_probe(config, gate))
+                    gate.open()  # the next page's kernel reaches the service again
+                    (SHOTS / f"views_{theme}_cancel.json").write_text(
+                        json.dumps(results[-1], indent=1), encoding="utf-8"
+                    )
+            finally:
+                gate.close()
+                survivors = _stop(voila)
+                shutil.copy(log, SHOTS / "views_cancel_voila.log")
+            assert not survivors, f"voila's kernels left running: {survivors}"
+            after = set(client.load_orders(status="OPEN").orders["id"])
+        finally:
+            client.close()
+
+    confirmed = set()
+    for result in results:
+        context = json.dumps(result, indent=1)[:4000]
+        assert result["error"] is None, context
+        # (the page's requests off loopback, Voilà's CDN icon font, are refused: no network)
+        assert result["pageErrors"] == [], context
+        assert [run["width"] for run in result["runs"]] == [1280, 390], context
+        for run in result["runs"]:
+            first, second = run["first"], run["second"]
+            assert run["armedText"] == f"Confirm cancel {first}", context
+            assert "accepted" in run["outcome"] or "cancel" in run["outcome"], context
+            assert second != first, context
+            # the click at the same spot after the rows moved armed the order there, only
+            assert run["secondText"] == f"Confirm cancel {second}", context
+            assert run["secondOutcome"] == "", context
+            confirmed.add(first)
+            assert all(Path(shot).stat().st_size > 5_000 for shot in run["shots"])
+        assert [o["width"] for o in result["offline"]] == [390, 1280], context
+        for offline in result["offline"]:
+            for seen in (offline, offline["after"]):  # before and after the screenshot
+                assert seen["state"] in ("reconnecting", "error"), context
+                assert seen["cancels"] > 0 and seen["enabled"] == 0, context
+            assert Path(offline["shot"]).stat().st_size > 5_000
+    # the simulator agrees: exactly the confirmed orders were cancelled, nothing else
+    assert len(confirmed) == 4
+    assert before - after == confirmed, (sorted(before - after), sorted(confirmed))
+    assert confirmed <= set(mine)

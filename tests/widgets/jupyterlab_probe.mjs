@@ -18,7 +18,8 @@
 //
 // A view's cell, badge, outcome, status or control fails when it lies outside its output
 // area or the notebook's visible width, or when its text is clipped (scrollWidth >
-// clientWidth); a view that scrolls sideways fails too. Requests to anything but
+// clientWidth); the prices view scrolling sideways fails too (the orders' table may
+// scroll, with every button in sight). Requests to anything but
 // 127.0.0.1 are refused. One JSON object goes to stdout; the pytest side asserts.
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -59,21 +60,47 @@ function installChecks() {
       const left = Math.max(area.left, visible.left, 0);
       const view = { kind, area: [area.left, area.right], visible: [visible.left, visible.right], rows: 0, buttons: 0 };
       views.push(view);
+      // the order view's table (amount, filled, average price, full times) may be wider
+      // than the output area: it scrolls sideways (its own container or the output area),
+      // and what lies in it must lie within what the scrolling reaches; its Cancel cells
+      // come first, in sight
+      const scroller = (el) => {
+        for (let p = el.parentElement; p; p = p.parentElement) {
+          const o = getComputedStyle(p).overflowX;
+          if ((o === "auto" || o === "scroll") && p.scrollWidth > p.clientWidth + 1) return p;
+          if (p === output) return null;
+        }
+        return null;
+      };
+      const reachOf = (el) => {
+        const s = scroller(el);
+        if (!s) return [left, right];
+        const b = s.getBoundingClientRect();
+        return [b.left - s.scrollLeft, b.left - s.scrollLeft + s.scrollWidth];
+      };
+      const box = output.querySelector(".widget-vbox");
+      const scrolls = [...output.querySelectorAll(".tk-grid")].some((g) => scroller(g) !== null);
       const check = (el, what) => {
         if (!shown(el)) return;
         const r = el.getBoundingClientRect();
-        if (r.left < left - 1 || r.right > right + 1) {
-          problems.push({ view: kind, what: `${what} outside`, where: where(el), text: text(el), left: r.left, right: r.right, bounds: [left, right] });
+        const reach = reachOf(el);
+        if (r.left < reach[0] - 1 || r.right > reach[1] + 1) {
+          problems.push({ view: kind, what: `${what} outside`, where: where(el), text: text(el), left: r.left, right: r.right, bounds: reach });
         }
         if (el.scrollWidth > el.clientWidth + 1) {
           problems.push({ view: kind, what: `${what} clipped`, where: where(el), text: text(el), scrollWidth: el.scrollWidth, clientWidth: el.clientWidth });
         }
       };
-      // the view's own container (an ipywidgets VBox with overflow: auto) must not scroll
-      const box = output.querySelector(".widget-vbox");
-      if (box && box.scrollWidth > box.clientWidth + 1) {
-        problems.push({ view: kind, what: "view scrolls sideways", where: "container", text: "", scrollWidth: box.scrollWidth, clientWidth: box.clientWidth });
+      // the prices fit (their own container must not scroll); the orders' Cancel is in sight
+      if (scrolls && kind === "prices") {
+        problems.push({ view: kind, what: "view scrolls sideways", where: "container", text: "", scrollWidth: box ? box.scrollWidth : 0, clientWidth: box ? box.clientWidth : 0 });
       }
+      output.querySelectorAll(".widget-button").forEach((b) => {
+        const r = b.getBoundingClientRect();
+        if (shown(b) && (r.left < left - 1 || r.right > right + 1)) {
+          problems.push({ view: kind, what: "button out of sight", where: "button", text: text(b), left: r.left, right: r.right, bounds: [left, right] });
+        }
+      });
       // the parts of a row (the table, the button-or-outcome cell) and of the filter bar
       output.querySelectorAll(".widget-hbox > *").forEach((e) => check(e, "part"));
       output.querySelectorAll(".tk-grid > span").forEach((e) => check(e, "cell"));

@@ -42,12 +42,24 @@ try {
         const style = getComputedStyle(el);
         return r.width > 0 && style.visibility !== "hidden" && style.display !== "none";
       };
+      // a view narrower than its table scrolls sideways (its container, overflow auto):
+      // what lies inside it must lie within what the scrolling reaches
+      const scroller = (el) => {
+        for (let p = el.parentElement; p && p.id !== "out"; p = p.parentElement) {
+          const o = getComputedStyle(p).overflowX;
+          if ((o === "auto" || o === "scroll") && p.scrollWidth > p.clientWidth + 1) return p;
+        }
+        return null;
+      };
       const check = (el, what) => {
         if (!shown(el)) return;
         const r = el.getBoundingClientRect();
         const text = el.textContent.trim().slice(0, 80);
-        if (r.left < area.left - 1 || r.right > area.right + 1 || r.right > window.innerWidth) {
-          problems.push({ what: `${what} outside`, text, left: r.left, right: r.right, area: [area.left, area.right] });
+        const s = scroller(el);
+        const box = s ? s.getBoundingClientRect() : null;
+        const [left, right] = s ? [box.left - s.scrollLeft, box.left - s.scrollLeft + s.scrollWidth] : [area.left, area.right];
+        if (r.left < left - 1 || r.right > right + 1 || (!s && r.right > window.innerWidth)) {
+          problems.push({ what: `${what} outside`, text, left: r.left, right: r.right, area: [left, right] });
         }
         const grid = el.parentElement && el.parentElement.classList.contains("tk-grid") ? el.parentElement.getBoundingClientRect() : null;
         if (grid && (r.left < grid.left - 1 || r.right > grid.right + 1)) {
@@ -61,7 +73,15 @@ try {
       document.querySelectorAll("#out .widget-hbox > *").forEach((e) => check(e, "part"));
       document.querySelectorAll(".tk-grid > span").forEach((e) => check(e, "cell"));
       document.querySelectorAll(".tk-badge, .tk-outcome, .tk-legend, .tk-status, .tk-counts").forEach((e) => check(e, "text"));
-      document.querySelectorAll(".widget-button, .widget-dropdown").forEach((e) => check(e, "control"));
+      document.querySelectorAll(".widget-button, .widget-dropdown, .widget-text").forEach((e) => check(e, "control"));
+      // every Cancel button is in sight without scrolling sideways (its cell comes first)
+      const cancels = [...document.querySelectorAll(".widget-button")].filter((b) => shown(b) && /ancel/.test(b.textContent));
+      cancels.forEach((b) => {
+        const r = b.getBoundingClientRect();
+        if (r.left < area.left - 1 || r.right > area.right + 1 || r.right > window.innerWidth) {
+          problems.push({ what: "Cancel out of sight", text: b.textContent.trim(), left: r.left, right: r.right, area: [area.left, area.right] });
+        }
+      });
       const colour = (selector, prop) => {
         const el = document.querySelector(selector);
         return el ? getComputedStyle(el)[prop] : null;
@@ -72,7 +92,8 @@ try {
         counts: {
           tickerRows: document.querySelectorAll(".tk-row[data-symbol]").length,
           orderRows: [...document.querySelectorAll(".tk-orow[data-order]")].filter(shown).length,
-          buttons: [...document.querySelectorAll(".widget-button")].filter(shown).length,
+          buttons: cancels.length,
+          scrolls: [...document.querySelectorAll("#out *")].some((e) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX)),
         },
         colours: {
           text: colour(".tk-row[data-symbol] .tk-sym", "color"),

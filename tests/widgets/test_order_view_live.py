@@ -37,18 +37,22 @@ def test_cancel_button_outcomes_match_cancel_result_and_fetch_order(fresh_sim: A
             oid = await _new_open_order(client, view)
             slot = view.slot_for(oid)
             assert slot is not None and slot.button.layout.visibility == "visible"
-            slot.button.click()
+            slot.button.click()  # arms it
+            assert view.armed == oid and slot.button.description == f"Confirm cancel {oid}"
+            slot.button.click()  # confirms it
             await until(lambda: oid in view.cancel_results)
             result = view.cancel_results[oid]
             assert result.outcome is CancelOutcome.ACCEPTED
             assert "data-outcome='accepted'" in view.outcome_text(oid)
             assert (await client.afetch_order(oid))["status"] in ("CANCELLING", "CANCELLED")
             # the row follows the book: it leaves the OPEN filter once CANCELLING arrives
-            await until(lambda: oid not in view.visible_order_ids)
+            # and its outcome has been shown for the hold (HOLD_S)
+            await until(lambda: oid not in view.visible_order_ids, timeout=60)
 
             # deferred: the order started executing before the click reached the service
             oid = await _new_open_order(client, view)
             fresh_sim.control.advance(oid, "TRIGGERED")
+            view.slot_for(oid).button.click()  # type: ignore[union-attr]
             view.slot_for(oid).button.click()  # type: ignore[union-attr]
             await until(lambda: oid in view.cancel_results)
             result = view.cancel_results[oid]
@@ -61,6 +65,7 @@ def test_cancel_button_outcomes_match_cancel_result_and_fetch_order(fresh_sim: A
             # already final: the order expired meanwhile
             oid = await _new_open_order(client, view)
             fresh_sim.control.advance(oid, "EXPIRED")
+            view.slot_for(oid).button.click()  # type: ignore[union-attr]
             view.slot_for(oid).button.click()  # type: ignore[union-attr]
             await until(lambda: oid in view.cancel_results)
             result = view.cancel_results[oid]

@@ -73,7 +73,7 @@ def test_active_and_finalized_follow_the_books_profile(
     view = view_of(profile, ev, clock)
     view.filter.value = "ACTIVE"
     assert set(view.to_frame()["orderId"]) == active
-    assert f"{counts}; matching: {len(active)}" in view._counts.value
+    assert f"{len(active)} of {len(active)} shown</b>; 5 orders {counts}" in view._counts.value
     view.filter.value = "FINALIZED"
     assert set(view.visible_order_ids) == finalized == set(view.to_frame()["orderId"])
     view.stop()

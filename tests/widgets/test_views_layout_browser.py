@@ -65,6 +65,7 @@ body {{margin: 0; background: var(--jp-layout-color0); color: var(--jp-ui-font-c
 #notebook {{flex: 1 1 auto; min-width: 0; display: flex; padding: 8px 24px 8px 4px;}}
 #prompt {{width: 64px; flex: none;}}
 #out {{{out}}}
+{extra}
 </style>
 </head><body class="jp-ThemedContainer">
 <div id="shell"><div id="tabs"></div><div id="files"></div>
@@ -117,11 +118,16 @@ def _views(ev: Any) -> tuple[TickerView, OrderStatusView]:
     return prices, orders
 
 
+# a phone (390 px): no tab bar, file browser or prompt column
+PHONE = "#tabs, #files, #prompt {display: none;} #notebook {padding: 8px;}"
+
+
 def _page(
     tmp: Path,
     theme: str,
     views: tuple[TickerView, OrderStatusView],
     out: str = "flex: 1 1 auto; min-width: 0;",
+    extra: str = "",
 ) -> Path:
     from ipywidgets.embed import dependency_state, embed_snippet
 
@@ -132,21 +138,27 @@ def _page(
     shutil.copy(_embed_js(), tmp / "embed.js")
     shutil.copy(THEMES / f"theme-{theme}-extension" / "index.css", tmp / "theme.css")
     page = tmp / f"views_{theme}.html"
-    page.write_text(SHELL.format(theme=theme, snippet=snippet, out=out), encoding="utf-8")
+    page.write_text(
+        SHELL.format(theme=theme, snippet=snippet, out=out, extra=extra), encoding="utf-8"
+    )
     return page
 
 
+@pytest.mark.parametrize("width", [WIDTH, 390])
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_views_fit_1280px_without_clipping_in_both_themes(ev: Any, theme: str) -> None:
+def test_views_fit_without_clipping_in_both_themes(ev: Any, theme: str, width: int) -> None:
+    """At 1,280 px (JupyterLab with its file browser open) and 390 px (a phone): nothing
+    clipped, nothing outside the output area but what its view scrolls to sideways, and
+    every Cancel button in sight (its cell comes first)."""
     views = _views(ev)
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTEFACTS / f"views_{theme}_{WIDTH}.png"
+    shot = ARTEFACTS / f"views_{theme}_{width}.png"
     shot.unlink(missing_ok=True)
     with (
         tempfile.TemporaryDirectory(prefix="tk-views-") as tmp,
         tempfile.TemporaryDirectory(prefix="tk-chromium-") as profile,
     ):
-        page = _page(Path(tmp), theme, views)
+        page = _page(Path(tmp), theme, views, extra=PHONE if width < WIDTH else "")
         assert NODE is not None
         done = subprocess.run(
             [
@@ -154,7 +166,7 @@ def test_views_fit_1280px_without_clipping_in_both_themes(ev: Any, theme: str) -
                 str(PROBE),
                 page.as_uri(),
                 str(shot),
-                str(WIDTH),
+                str(width),
                 str(HEIGHT),
                 profile,
                 str(_playwright()),
@@ -175,7 +187,10 @@ def test_views_fit_1280px_without_clipping_in_both_themes(ev: Any, theme: str) -
     assert result["counts"]["buttons"] == 4
     # the output area is what JupyterLab leaves at 1,280 px with the file browser open
     left, right = result["area"]
-    assert 850 <= right - left <= 950, result["area"]
+    if width == WIDTH:
+        assert 850 <= right - left <= 950, result["area"]
+    else:
+        assert right - left <= 390, result["area"]
     assert result["problems"] == [], json.dumps(result["problems"], indent=1)
     # the theme's variables are what the views are painted with
     colours = result["colours"]

@@ -18,6 +18,34 @@ from toolkit.widgets._throttle import Clock, RepaintThrottle
 
 _log = logging.getLogger("toolkit.widgets")
 
+#: states in which what a view shows is not live: its prices are greyed with their age
+#: and its Cancel buttons are disabled (a stopped view says "stopped" and keeps its last
+#: prices and times as they were: a frozen age would only go stale in a saved notebook)
+OFFLINE = frozenset({"connecting", "reconnecting", "error"})
+#: the loggers of what a running view does (its stream, its order book, itself): their
+#: records go to the view's status line, never printed into the cell's output
+VIEW_LOGGERS = ("toolkit.stream", "toolkit.orderbook", "toolkit.widgets")
+
+
+class _StatusLineHandler(logging.Handler):
+    """Shows the warnings of a running view's stream and book on its status line. Being a
+    handler, it also keeps Python's last-resort handler from printing them into the cell
+    (a notebook without logging set up has no other); a user's own handlers still get them.
+    The view's own error is on its state line already: it is not repeated."""
+
+    def __init__(self, view: LiveView) -> None:
+        super().__init__(logging.WARNING)
+        self._view = view
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == _log.name:
+            return
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not break the view
+            message = str(record.msg)
+        self._view._on_warning(message)
+
 
 def check_int(name: str, value: object, least: int) -> int:
     """``value`` when it is an integer >= ``least``, else InvalidRequest naming ``name``."""
@@ -66,6 +94,8 @@ class LiveView:
         self._closed = False
         self.state = "idle"
         self.state_detail = ""
+        self.warnings = 0
+        self._warning = ""
         self._status = widgets.HTML(value=self._status_html())
         self._container: widgets.Box = widgets.VBox(
             layout=widgets.Layout(width="100%", overflow="auto")
@@ -115,6 +145,9 @@ class LiveView:
         raise NotImplementedError
 
     async def _run_guarded(self) -> None:
+        handler = _StatusLineHandler(self)
+        for name in VIEW_LOGGERS:
+            logging.getLogger(name).addHandler(handler)
         try:
             await self.run()
         except asyncio.CancelledError:
@@ -125,6 +158,16 @@ class LiveView:
             # asyncio reports again, with a traceback, whenever the task is collected.
             self._set_state("error", f"{type(exc).__name__}: {exc}")
             _log.error("%s stopped: %s: %s", type(self).__name__, type(exc).__name__, exc)
+        finally:
+            for name in VIEW_LOGGERS:
+                logging.getLogger(name).removeHandler(handler)
+
+    def _on_warning(self, message: str) -> None:
+        """A warning of the view's stream or book: counted, the last one on the status line."""
+        self.warnings += 1
+        self._warning = message if self.warnings == 1 else f"({self.warnings}) {message}"
+        if not self._closed:
+            self._status.value = self._status_html()
 
     def stop(self) -> None:
         """Cancel the view's task (which closes its stream) and freeze the widgets on the
@@ -252,6 +295,16 @@ class LiveView:
         self.state = state
         self.state_detail = detail
         self._status.value = self._status_html()
+        self._on_state()
+
+    @property
+    def offline(self) -> bool:
+        """True while what the view shows is not live (connecting, reconnecting, failed):
+        prices are greyed with their age, Cancel buttons disabled."""
+        return self.state in OFFLINE
+
+    def _on_state(self) -> None:
+        """Called after every change of state (subclasses grey or disable what they show)."""
 
     def _on_session_event(self, event: Any) -> None:
         kind = getattr(event, "kind", "")
@@ -277,7 +330,7 @@ class LiveView:
         self._set_state("gap reconciled", detail)
 
     def _status_html(self) -> str:
-        return status_html(self.state, self.state_detail)
+        return status_html(self.state, self.state_detail, self._warning)
 
     # -- display -----------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import html
 from dataclasses import dataclass
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
-from toolkit.widgets._theme import grid
+from toolkit.widgets._theme import WHEN_CHARS, grid, one_line
 
 #: market-order statuses (spec 3.1): "pending" is open, awaiting execution, so it can still
 #: execute (ACTIVE); "executed" has executed, and the others ended, so they no longer do
@@ -25,34 +25,56 @@ STATUS_ORDER = (
     "CANCELLED",
     "REJECTED",
 )
-FILTERS = ("ALL", "ACTIVE", "FINALIZED", *STATUS_ORDER)
+#: the filter of the orders that appeared after the view's first read of the account
+SESSION = "SESSION"
+FILTERS = ("ALL", "ACTIVE", "FINALIZED", SESSION, *STATUS_ORDER)
+#: the filter's menu: (label, value)
+FILTER_LABELS = tuple(("this session's orders" if f == SESSION else f, f) for f in FILTERS)
 #: after a cancel, the order executed anyway: the cancel came too late
 EXECUTED_STATUSES = frozenset({"EXECUTED", "CLOSED"})
 #: after a cancel, the order ended without executing, but not as CANCELLED
 ENDED_STATUSES = frozenset({"REJECTED", "EXPIRED"})
-COLUMNS = ("order", "type", "symbol", "side", "limit", "status", "timeline", "updated (UTC)")
-# Columns size from the container (no fixed total width); the timeline takes what is left
-# and stays on one line, its full history in the tooltip.
+# the order and its status first: in sight, beside the Cancel cell, where the table
+# scrolls sideways (JupyterLab at 1,280 px with its file browser open, a phone)
+COLUMNS = (
+    "order",
+    "status",
+    "symbol",
+    "side",
+    "type",
+    "limit",
+    "amount",
+    "filled",
+    "avg price",
+    "timeline",
+    "updated (UTC)",
+)
+# Columns size from the container (no fixed total width), each from a minimum that does
+# not depend on what the rows show but for the ids' (it only grows): nothing moves when a
+# timeline gets longer. The timeline stays on one line, its full history in the tooltip.
 
 
 # the width of one character of the table's monospace font, in em (with a little slack)
 _CHAR_EM = 0.61
 
 
-def order_grid(
-    id_chars: int = 13, timeline_chars: int = 0, updated_chars: int = 0
-) -> tuple[str, float]:
+#: the longest condensed timeline: "+N → " and the two longest statuses
+TIMELINE_CHARS = len("+9 → PROCESSING → CANCELLING")
+
+
+def order_grid(id_chars: int = 13) -> tuple[str, float]:
     """The grid of the order rows and its narrowest width (em of the table's font). The
-    first column fits ids of ``id_chars`` characters, the timeline condensed timelines of
-    ``timeline_chars`` and the last column times of ``updated_chars`` (each the longest
-    shown, the header's text at least), so nothing is cut and every row lines up, while
-    the rows stay as narrow as what they show: at 1,280 px with JupyterLab's file browser
-    open the output area is about 850 px."""
+    first column fits ids of ``id_chars`` characters (the longest shown so far), the
+    timeline the longest condensed timeline and the last column ``when``'s fixed-width
+    time, so nothing is cut, every row lines up and no column moves when what a row shows
+    changes. Narrower than that, the view scrolls sideways; its Cancel cell comes first."""
     id_em = max(8.0, 0.62 * id_chars + 0.4)
-    timeline_em = max(13.5, _CHAR_EM * timeline_chars + 0.4)
-    updated_em = _CHAR_EM * max(len(COLUMNS[-1]), updated_chars) + 0.4
-    mins = (id_em, 3.7, 5.0, 2.5, 6.2, 7.0, timeline_em, updated_em)
-    weights = (1.2, 0.4, 0.5, 0.3, 0.7, 0.6, 2.0, 1.0)
+    timeline_em = _CHAR_EM * TIMELINE_CHARS + 0.4
+    updated_em = _CHAR_EM * WHEN_CHARS + 0.4
+    # a quantity to 8 decimals ("0.00064994") and a price ("351,234.56") fit whole
+    qty_em = _CHAR_EM * 10 + 0.6
+    mins = (id_em, 7.0, 5.3, 2.6, 3.9, 6.6, qty_em, qty_em, 6.6, timeline_em, updated_em)
+    weights = (1.2, 0.6, 0.5, 0.3, 0.4, 0.7, 0.6, 0.6, 0.7, 2.0, 1.0)
     columns = " ".join(f"minmax({m:.1f}em, {w}fr)" for m, w in zip(mins, weights, strict=True))
     return grid(columns), sum(mins) + 0.5 * (len(mins) - 1)
 
@@ -61,8 +83,9 @@ def order_grid(
 TIMELINE_STEPS = 2
 LEGEND = (
     "<div class='tk-legend tk-view'><span class='tk-rec'>italic</span> = status read over "
-    "REST (fetchOrder) after a connection gap, not received as a notification; hover a "
-    "timeline for the whole history</div>"
+    "REST (fetchOrder) after a connection gap, not received as a notification (orders read "
+    "at start are not marked); hover a timeline for the whole history. Cancel: click, then "
+    "click the same button again to confirm</div>"
 )
 _LABELS = {
     "accepted": "accepted",
@@ -91,11 +114,17 @@ FAILED_TONE = "tk-bad"
 
 def outcome_html(order_id: str, code: str, text: str, tone: str) -> str:
     """A cancel's outcome as the row shows it: ``text`` in ``tone``, what ``code`` means
-    in the tooltip; a failed request's error on two lines at most, all of it on hover."""
+    in the tooltip; a failed request's error on one line (its kind), the whole of it on a
+    click."""
     title = f"{text}: {MEANINGS[code]}" if code in MEANINGS else text
-    if tone == FAILED_TONE:
-        tone += " tk-clamp"
-        title = f"cancel failed: {text}; click Cancel to try again"
+    if tone == FAILED_TONE and not code:
+        summary = text.split(":", 1)[0]
+        detail = f"cancel failed: {text}; click Cancel to try again"
+        return (
+            f"<span class='tk-outcome tk-view {tone}' data-outcome='failed' "
+            f"data-order='{html.escape(order_id)}'>"
+            f"{one_line(f'failed: {summary}', detail)}</span>"
+        )
     return (
         f"<span class='tk-outcome tk-view {tone}' data-outcome='{html.escape(code)}' "
         f"data-order='{html.escape(order_id)}' title='{html.escape(title)}'>"
@@ -180,3 +209,17 @@ def outcome_label(outcome: str, result_status: str | None, current: str | None) 
     if not status or outcome == "already_cancelling":
         return label, tone
     return f"{label} ({status})", tone
+
+
+def qty_text(value: object) -> str:
+    """A quantity as the view shows it: up to 8 decimals without trailing zeros, thousands
+    separated; "–" when there is none; the text itself when it is not a number."""
+    if value is None or value == "":
+        return "–"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if number != number:  # NaN
+        return "–"
+    return f"{number:,.8f}".rstrip("0").rstrip(".")

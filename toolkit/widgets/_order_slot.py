@@ -9,13 +9,15 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
+CANCEL_TOOLTIP = "cancel this limit order: click, then click again to confirm"
+
 
 def cancel_button() -> widgets.Button:
     """A Cancel button, hidden until shown."""
     return widgets.Button(
         description="Cancel",
         button_style="warning",
-        tooltip="cancel this limit order (cancel_limit_order)",
+        tooltip=CANCEL_TOOLTIP,
         layout=widgets.Layout(
             width="auto",
             min_width="fit-content",
@@ -44,13 +46,16 @@ class OrderButtons:
         self._keep = max(1, keep)
         self._buttons: OrderedDict[str, widgets.Button] = OrderedDict()
         self.disabled = False
+        # disabled while the view is offline (the connection lost): enabled again after
+        self.offline = False
+        self._armed: str | None = None
 
     def get(self, order_id: str) -> widgets.Button:
         """``order_id``'s button (made on first use), as the most recently shown."""
         button = self._buttons.get(order_id)
         if button is None:
             button = cancel_button()
-            button.disabled = self.disabled
+            button.disabled = self.disabled or self.offline
             button.on_click(lambda _b, oid=order_id: self._on_click(oid))
             self._buttons[order_id] = button
             while len(self._buttons) > self._keep:
@@ -66,8 +71,34 @@ class OrderButtons:
     def disable(self) -> None:
         """Disable every button, also those made later (a stopped view)."""
         self.disabled = True
+        self.arm(None)
         for button in self._buttons.values():
             button.disabled = True
+
+    def set_offline(self, offline: bool) -> None:
+        """Disable every button while the view is offline, enable them again after."""
+        self.offline = offline
+        if offline:
+            self.arm(None)
+        for button in self._buttons.values():
+            button.disabled = self.disabled or offline
+
+    def arm(self, order_id: str | None) -> None:
+        """Show ``order_id``'s button armed ("Confirm cancel <id>"), every other one as a
+        plain Cancel (None: none armed)."""
+        if self._armed == order_id:
+            return
+        before = self._buttons.get(self._armed) if self._armed is not None else None
+        if before is not None:
+            before.description = "Cancel"
+            before.button_style = "warning"
+            before.tooltip = CANCEL_TOOLTIP
+        self._armed = order_id
+        button = self._buttons.get(order_id) if order_id is not None else None
+        if button is not None:
+            button.description = f"Confirm cancel {order_id}"
+            button.button_style = "danger"
+            button.tooltip = f"click again to cancel {order_id}; it disarms by itself"
 
     def widgets(self) -> list[widgets.Widget]:
         return list(self._buttons.values())
@@ -79,7 +110,7 @@ class OrderSlot:
     __slots__ = ("action", "box", "button", "html", "order_id", "outcome", "placeholder")
 
     def __init__(self) -> None:
-        # the table's columns share the row's width; the right end is one cell, the same
+        # the table's columns share the row's width; the left end is one cell, the same
         # width in every row, for the Cancel button or, once clicked, the cancel's outcome
         # (never both), so every row's columns line up and nothing is cut
         self.html = widgets.HTML(layout=widgets.Layout(flex="1 1 0", min_width="0"))
@@ -87,14 +118,15 @@ class OrderSlot:
         self.placeholder = cancel_button()
         self.button = self.placeholder
         self.outcome = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
-        # 13em where there is room; down to what the button and the outcome's longest word
-        # need where there is not (a longer outcome then wraps onto a second line)
+        # a fixed width, wide enough for "Confirm cancel <id>" (the view sets it from
+        # its ids), so an armed button moves no column
         self.action = widgets.HBox(
             [self.button, self.outcome],
-            layout=widgets.Layout(flex="0 1 13em", min_width="7.5em", align_items="center"),
+            layout=widgets.Layout(flex="0 0 13em", align_items="center"),
         )
+        # the Cancel cell first: always in sight, also where the table scrolls sideways
         self.box = widgets.HBox(
-            [self.html, self.action],
+            [self.action, self.html],
             layout=widgets.Layout(display="none", align_items="center"),
         )
         self.order_id: str | None = None

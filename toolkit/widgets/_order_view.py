@@ -15,53 +15,68 @@ import pandas as pd
 from toolkit.errors import InvalidRequest
 from toolkit.stream._events import OrderEvent, SessionEvent
 from toolkit.widgets._base import LiveView, check_flag, check_int, check_speed
+from toolkit.widgets._order_cancel import CancelPart
 from toolkit.widgets._order_format import (
     COLUMNS,
     FAILED_TONE,
+    FILTER_LABELS,
     FILTERS,
     LEGEND,
-    STATUS_ORDER,
-    TIMELINE_STEPS,
+    SESSION,
     Shortcuts,
     badge,
     matches,
     order_grid,
-    outcome_html,
-    outcome_label,
 )
+from toolkit.widgets._order_guard import CancelGuard
 from toolkit.widgets._order_slot import OrderButtons
 from toolkit.widgets._order_slot import OrderSlot as _Slot
+from toolkit.widgets._order_table import counts_html, orders_frame, row_html, timeline
 from toolkit.widgets._sources import aiter_events, describe_source, is_client
-from toolkit.widgets._theme import STYLE, price_text, when_compact, when_full
+from toolkit.widgets._theme import STYLE
 from toolkit.widgets._throttle import Clock
 
 _LOADING = "reading the account's orders over REST"
 
 
-class OrderStatusView(LiveView):
-    """Live orders: one row per order with a status badge (both status families, in one
-    case; the case the service sent is in the tooltip), its transition timeline on one line
-    (the whole history on hover), counts per status, a filter (ALL, ACTIVE, FINALIZED or
-    one status) and a Cancel button on OPEN limit orders. ACTIVE and FINALIZED are the
+class OrderStatusView(LiveView, CancelPart):
+    """Live orders: one row per order with its Cancel cell first (a Cancel button on OPEN
+    limit orders, or a cancel's outcome), a status badge (both status families, in one
+    case; the case the service sent is in the tooltip), amount, filled and average price,
+    its transition timeline on one line (the whole history on hover), counts per status,
+    "N of M shown", a filter (ALL, ACTIVE, FINALIZED, this session's orders or one status)
+    and a box to find an order by id and pin it on top. ACTIVE and FINALIZED are the
     book's profile's (``listing.active_statuses`` / ``finalized_statuses``: the spec does
     not show them) for limit orders; a market order is ACTIVE while ``pending`` (spec
-    3.1). Times are UTC: today's to the millisecond, another day's as month, day and
-    minute, another year's as the date (in the same width, so a table that crosses
-    midnight does not widen), each in full on hover; italic timeline entries were read
-    over REST after a gap (the legend under the table says so).
+    3.1). "This session's orders" are those that appeared after the view's first read of
+    the account. Every time is UTC in one format, ``2026-11-27 09:23:40.637``; italic
+    timeline entries were read over REST after a gap (not those read at start; the legend
+    under the table says so). Columns have fixed minimum widths: narrower than them the
+    view scrolls sideways, nothing moves when a timeline grows.
+
+    Cancel is a two-step: a first click arms the order's own button ("Confirm cancel
+    <id>"), a second click on that button within ``ARM_S`` seconds cancels that order
+    (each order has its own button, so a click is bound to the order, never to a row
+    position); it disarms by itself after that. While a Cancel is armed, and for
+    ``HOLD_S`` seconds after a cancel's outcome last changed, the rows hold still (a new
+    order fills an empty row only) and the cancelled order keeps its row with its outcome,
+    even when the filter no longer matches it. While the view is offline (connecting,
+    reconnecting, failed), and once stopped, the Cancel buttons are disabled. The cancel awaits
+    ``client.acancel_limit_order(order_id)`` and shows the ``CancelResult`` (accepted,
+    deferred while executing, was final, already cancelling); a request that failed
+    leaves its error on one line beside the button, the whole of it on a click, until the
+    order changes or the button is clicked again. The stream's and book's warnings go to
+    the status line (and to logging), never printed into the cell.
 
     ``source`` is a client (the view runs a reconciled ``OrderBook`` on its own stream:
     ``watchOrders``, and fetchOrder after every gap), or a recording path / replay iterator
-    / iterable of events (offline; give ``client=`` to enable Cancel). The Cancel button
-    awaits ``client.acancel_limit_order(order_id)`` and shows the ``CancelResult``
-    (accepted, deferred while executing, was final, already cancelling); a request that
-    failed leaves its error beside the button (to retry) until the order changes or the
-    button is clicked again. A live view is "loading" until the book's first
-    reconciliation is done (an empty table means no orders only once it says "connected")
-    and "reconciling gap" after a gap until the next one is. The newest ``max_rows``
-    matching orders are shown in rows created once; the book keeps at most
-    ``history_limit`` finished orders. Repaints at most ``max_hz`` times per second on
-    ``clock``. Starts itself on the running loop when there is one (unless
+    / iterable of events (offline; give ``client=`` to enable Cancel). A live view is
+    "loading" until the book's first reconciliation is done (an empty table means no
+    orders only once it says "connected") and "reconciling gap" after a gap until the next
+    one is. The newest ``max_rows`` matching orders are shown (pinned ones first) in rows
+    created once; the book keeps at most ``history_limit`` finished orders. Repaints at
+    most ``max_hz`` times per second on ``clock`` (which also times the arming and the
+    hold). Starts itself on the running loop when there is one (unless
     ``autostart=False``); ``stop()`` cancels its tasks and freezes the table on its last
     state ("stopped"), ``close()`` also removes the widgets; ``to_frame()`` returns the
     orders that match the filter as a DataFrame.
@@ -78,13 +93,15 @@ class OrderStatusView(LiveView):
     history_limit : int, default 1000
         Finished orders the book keeps (0: none). Not used when ``source`` is a book.
     status : str, default "ALL"
-        Initial filter: ALL, ACTIVE, FINALIZED or one status (upper case).
+        Initial filter: ALL, ACTIVE, FINALIZED, SESSION (this session's orders) or one
+        status (upper case).
     max_hz : float, default 10.0
         Most repaints per second (a finite number > 0).
     speed : float, optional
         Replay pace (2.0 = twice real time, a finite number > 0); None replays at once.
     clock : callable, optional
-        Monotonic clock of the repaint throttle (tests pass a fake one).
+        Monotonic clock of the repaint throttle, the arming and the hold (tests pass a
+        fake one).
     autostart : bool, default True
         Start on the running loop, if there is one.
 
@@ -97,6 +114,7 @@ class OrderStatusView(LiveView):
     Examples
     --------
     >>> view = tk.OrderStatusView(client, status="ACTIVE")  # doctest: +SKIP
+    >>> view.pin(order["id"])  # always shown, on top  # doctest: +SKIP
     >>> view.to_frame()  # the matching orders now  # doctest: +SKIP
     >>> view.stop()  # doctest: +SKIP
     """
@@ -144,21 +162,48 @@ class OrderStatusView(LiveView):
         # a live view reads the orders over REST before it knows any (the book's first
         # reconcile): until then an empty table is no news, and the view says so
         self._loading = self._kind == "live" and is_client(source)
+        # orders read at start (id -> the updatedAt read then: not "read after a gap"),
+        # and the orders that appeared after that ("this session's")
+        self._loaded: dict[str, int] = {
+            oid: st.updated_at_ms for oid, st in self.book.orders.items()
+        }
+        self._new_ids: set[str] = set()
+        self._pins: list[str] = []
         # pending or failed cancels' text and tone per order, bounded like the book's history
         self._notes: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._outcome_limit = max(history_limit, max_rows)
         self.cancel_results: OrderedDict[str, Any] = OrderedDict()
         self._cancel_tasks: set[asyncio.Task[None]] = set()
+        self._guard = CancelGuard(self._throttle.now)
+        # the order ids of the rows while they hold still (None: they follow the order)
+        self._layout: list[str] | None = None
+        self._relayout = False
+        self._guard_timer: asyncio.TimerHandle | None = None
+        self._id_chars = 0
+        self._shown_total = (0, 0)
 
-        self._counts = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        # on a line of its own, one line high: what it says never moves the rows
+        self._counts = widgets.HTML(layout=widgets.Layout(width="100%", min_width="0"))
         self.filter = widgets.Dropdown(
-            options=list(FILTERS),
+            options=list(FILTER_LABELS),
             value=status.upper(),
             description="show",
             layout=widgets.Layout(width="auto", flex="0 0 auto"),
             style={"description_width": "initial"},
         )
-        self.filter.observe(self._on_filter, names="value")
+        self.filter.observe(self._on_control, names="value")
+        self.find = widgets.Text(
+            placeholder="find an order id",
+            layout=widgets.Layout(width="14em", flex="0 1 auto", min_width="8em"),
+            continuous_update=True,
+        )
+        self.find.observe(self._on_control, names="value")
+        self.pin_button = widgets.Button(
+            description="pin",
+            tooltip="pin the order whose id is in the box: always shown, on top",
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+        )
+        self.pin_button.on_click(self._on_pin_click)
         header = "".join(f"<span>{html.escape(c)}</span>" for c in COLUMNS)
         # the header is a row like the others (same button and outcome cells, the button
         # invisible) so its columns line up with theirs at any width
@@ -174,12 +219,13 @@ class OrderStatusView(LiveView):
         self._buttons = OrderButtons(self._on_cancel_click, keep=max(64, 4 * max_rows))
         self._set_grid(order_grid())
         self._bar = widgets.HBox(
-            [self.filter, self._counts],
+            [self.filter, self.find, self.pin_button],
             layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"),
         )
         self._container.children = (
             self._status,
             self._bar,
+            self._counts,
             self._header.box,
             *(slot.box for slot in self._slots),
             self._legend,
@@ -194,6 +240,36 @@ class OrderStatusView(LiveView):
     def visible_order_ids(self) -> list[str]:
         """Ids of the orders in the rows now, top first."""
         return [s.order_id for s in self._slots if s.order_id is not None]
+
+    @property
+    def shown(self) -> tuple[int, int]:
+        """(rows shown, orders that match): what "N of M shown" says."""
+        return self._shown_total
+
+    @property
+    def pinned(self) -> tuple[str, ...]:
+        """The pinned order ids, in the order they were pinned."""
+        return tuple(self._pins)
+
+    @property
+    def session_order_ids(self) -> frozenset[str]:
+        """The orders that appeared after the view's first read ("this session's")."""
+        return frozenset(self._new_ids & set(self.book.orders))
+
+    def pin(self, order_id: str) -> None:
+        """Always show ``order_id`` on top, whatever the filter (also before it is known:
+        an order about to be created)."""
+        if not isinstance(order_id, str) or not order_id.strip():
+            raise InvalidRequest(f"pin: order_id must be a non-empty string, not {order_id!r}")
+        if order_id.strip() not in self._pins:
+            self._pins.append(order_id.strip())
+        self._on_control(None)
+
+    def unpin(self, order_id: str) -> None:
+        """Stop pinning ``order_id`` (nothing when it is not pinned)."""
+        if order_id in self._pins:
+            self._pins.remove(order_id)
+            self._on_control(None)
 
     def slot_for(self, order_id: str) -> _Slot | None:
         return next((s for s in self._slots if s.order_id == order_id), None)
@@ -215,12 +291,36 @@ class OrderStatusView(LiveView):
         return False
 
     def _on_order_event(self, event: OrderEvent) -> None:
-        note = self._notes.get(event.order_id)
+        oid = event.order_id
+        if oid not in self._loaded and oid not in self._new_ids:
+            if event.reconciled and self.book.reconciles == 0 and self._client is not None:
+                self._loaded[oid] = event.updated_at_ms  # read at start
+            else:
+                self._new_ids.add(oid)
+        elif event.reconciled and self.book.reconciles == 0 and oid in self._loaded:
+            self._loaded[oid] = event.updated_at_ms
+        if len(self._new_ids) + len(self._loaded) > 4 * max(len(self.book.orders), 256):
+            # bounded like the book: forget the orders it no longer holds
+            held = self.book.orders
+            self._new_ids = {o for o in self._new_ids if o in held}
+            self._loaded = {o: t for o, t in self._loaded.items() if o in held}
+        note = self._notes.get(oid)
         if note is not None and note[1] == FAILED_TONE:
             # a failed cancel's error stays on its row until the order moves on
-            del self._notes[event.order_id]
+            del self._notes[oid]
+        if oid in self.cancel_results and oid in self._guard.held:
+            # the outcome follows the order ("cancelled"): shown for the whole hold again
+            self._guard.hold(oid)
+            self._schedule_guard()
         self._changed = True
         self._paint_soon()
+
+    def _on_state(self) -> None:
+        offline = self.offline and not self._stopped
+        if offline != self._buttons.offline:
+            self._buttons.set_offline(offline)
+            if offline:
+                self.disarm()
 
     def _on_session_event(self, event: Any) -> None:
         if self._loading and getattr(event, "kind", "") in (
@@ -264,24 +364,81 @@ class OrderStatusView(LiveView):
         if self.state == "loading":
             self._set_state("connected")
 
-    def _on_filter(self, _change: Any) -> None:
+    def _on_control(self, _change: Any) -> None:
+        """The filter, the find box or the pins changed: the user asked for other rows, so
+        an armed Cancel disarms and the rows are laid out again at once."""
+        self.disarm()
+        self._relayout = True
         self._changed = True
         self.repaint(force=True)
+
+    def _on_pin_click(self, _button: Any) -> None:
+        text = str(self.find.value or "").strip()
+        if not text:
+            return
+        hits = [oid for oid in self.book.orders if text.lower() in oid.lower()]
+        target = text if text in self.book.orders or len(hits) != 1 else hits[0]
+        if target in self._pins:
+            self.unpin(target)
+        else:
+            self.pin(target)
 
     # -- painting ----------------------------------------------------------------------
 
     def _dirty(self) -> bool:
-        return self._changed
+        return self._changed or self._expired()
 
-    def _matching(self) -> list[Any]:
-        flt, shortcuts = self.filter.value, self._shortcuts
-        states = [
+    def _passing(self) -> list[Any]:
+        """The orders that pass the filter and the find box, in the book's order."""
+        flt, shortcuts, new = self.filter.value, self._shortcuts, self._new_ids
+        text = str(self.find.value or "").strip().lower()
+        return [
             s
             for s in self.book.orders.values()
-            if matches(s.status, flt, s.order.get("type"), shortcuts)
+            if (
+                s.order_id in new
+                if flt == SESSION
+                else matches(s.status, flt, s.order.get("type"), shortcuts)
+            )
+            and (not text or text in s.order_id.lower())
         ]
+
+    def _matching(self) -> list[Any]:
+        states = self._passing()
         states.sort(key=lambda s: (s.updated_at_ms, s.order_id), reverse=True)
         return states
+
+    def _rows(self) -> tuple[list[Any], int]:
+        """The orders of the rows, top first, and how many orders could be shown: pinned
+        ones first, then the matching ones and those whose outcome is held, newest update
+        first; while the rows hold still, each keeps its row."""
+        self._guard.expire()
+        self._buttons.arm(self._guard.armed)
+        orders = self.book.orders
+        pinned = [orders[oid] for oid in self._pins if oid in orders]
+        rest = {s.order_id: s for s in self._passing()}
+        for oid in self._guard.held:
+            if oid in orders:
+                rest.setdefault(oid, orders[oid])
+        ranked = pinned + sorted(
+            (s for oid, s in rest.items() if oid not in self._pins),
+            key=lambda s: (s.updated_at_ms, s.order_id),
+            reverse=True,
+        )
+        total = len(ranked)
+        if not self._guard.frozen:
+            self._layout = None
+        elif self._layout is None or self._relayout:
+            self._layout = [s.order_id for s in ranked[: len(self._slots)]]
+        self._relayout = False
+        if self._layout is None:
+            return ranked[: len(self._slots)], total
+        kept = [orders[oid] for oid in self._layout if oid in orders]
+        placed = {s.order_id for s in kept}
+        # a row left empty is filled at the bottom; no row moves
+        shown = (kept + [s for s in ranked if s.order_id not in placed])[: len(self._slots)]
+        self._layout = [s.order_id for s in shown]
+        return shown, max(total, len(shown))
 
     def _set_grid(self, grid_and_width: tuple[str, float]) -> None:
         """Use this grid for the header and (from now on) every row. A row never gets
@@ -290,9 +447,12 @@ class OrderStatusView(LiveView):
         if grid == self._grid:
             return
         self._grid = grid
+        # the Cancel cell fits "Confirm cancel <id>" in the widgets' font
+        action = f"0 0 {0.6 * (15 + max(self._id_chars, 13)) + 2.5:.1f}em"
         # the table's font is 0.92 of the widgets' (see _theme)
         for slot in (self._header, *self._slots):
             slot.html.layout.min_width = f"calc({width_em + 0.5:.1f}em * 0.92)"
+            slot.action.layout.flex = action
         self._header.html.value = (
             f"{STYLE}<div class='tk-orow tk-head tk-grid tk-view' style='{grid}'>"
             f"{self._header_cells}</div>"
@@ -300,21 +460,20 @@ class OrderStatusView(LiveView):
 
     def _paint(self) -> None:
         self._changed = False
-        states = self._matching()
-        shown = states[: len(self._slots)]
-        self._set_grid(
-            order_grid(
-                max((len(s.order_id) for s in shown), default=0),
-                max((len(self._timeline(s)[1]) for s in shown), default=0),
-                max((len(when_compact(s.updated_at_ms)) for s in shown), default=0),
-            )
-        )
-        for slot, state in zip(self._slots, states, strict=False):
+        shown, total = self._rows()
+        # the id column only grows: a shorter id later does not move the other columns
+        self._id_chars = max(self._id_chars, *(len(s.order_id) for s in shown), 13)
+        self._set_grid(order_grid(self._id_chars))
+        for slot, state in zip(self._slots, shown, strict=False):
             self._fill(slot, state)
-        for slot in self._slots[len(states) :]:
+        for slot in self._slots[len(shown) :]:
             slot.order_id = None
             slot.box.layout.display = "none"
-        self._counts.value = self._counts_html(len(states))
+        self._shown_total = (len(shown), total)
+        self._counts.value = self._counts_html(len(shown), total)
+        self.pin_button.description = (
+            "unpin" if str(self.find.value or "").strip() in self._pins else "pin"
+        )
 
     def _fill(self, slot: _Slot, state: Any) -> None:
         order: Mapping[str, Any] = state.order
@@ -336,101 +495,36 @@ class OrderStatusView(LiveView):
         )
 
     def _timeline(self, state: Any) -> tuple[str, str, str]:
-        """The order's timeline condensed to its last steps: (HTML, its text, the whole
-        history for the tooltip)."""
-        steps, names, full = [], [], []
-        for t in self.book.history(state.order_id):
-            name = t.status.upper()
-            mark = " (REST)" if t.reconciled else ""
-            full.append(f"{name}{mark} {when_full(t.updated_at_ms)}")
-            names.append(name)
-            name = html.escape(name)
-            steps.append(f"<span class='tk-rec'>{name}</span>" if t.reconciled else name)
-        timeline = " → ".join(steps[-TIMELINE_STEPS:])
-        text = " → ".join(names[-TIMELINE_STEPS:])
-        if len(steps) > TIMELINE_STEPS:
-            more = f"+{len(steps) - TIMELINE_STEPS} →"
-            timeline = f"<span class='tk-muted'>{more}</span> {timeline}"
-            text = f"{more} {text}"
-        return timeline, text, "\n".join(full)
+        return timeline(self.book, state, self._loaded.get(state.order_id))
 
     def _row_html(self, state: Any) -> str:
-        order: Mapping[str, Any] = state.order
-        timeline, _text, full = self._timeline(state)
-        limit = order.get("limitPrice")
-        return (
-            f"<div class='tk-orow tk-grid tk-view' style='{self._grid}' "
-            f"data-order='{html.escape(state.order_id)}'>"
-            f"<span title='{html.escape(state.order_id)}'>{html.escape(state.order_id)}</span>"
-            f"<span>{html.escape(str(order.get('type', '')))}</span>"
-            f"<span>{html.escape(str(order.get('symbol', '')))}</span>"
-            f"<span>{html.escape(str(order.get('side', '')))}</span>"
-            f"<span class='tk-num'>{html.escape(price_text(limit))}</span>"
-            f"<span>{badge(state.status, state.status_raw)}</span>"
-            f"<span class='tk-tl' title='{html.escape(full)}'>{timeline}</span>"
-            f"<span class='tk-num' title='{when_full(state.updated_at_ms)}'>"
-            f"{when_compact(state.updated_at_ms)}</span></div>"
+        return row_html(
+            state, self._grid, self._timeline(state), pinned=state.order_id in self._pins
         )
 
     def to_frame(self) -> pd.DataFrame:
         """The orders that match the filter, newest first, as the table shows them:
-        ``orderId``, ``type``, ``symbol``, ``side``, ``limitPrice``, ``status`` (canonical),
-        ``statusRaw`` (as sent), ``timeline`` (every status, oldest first), ``updatedAt``
-        (UTC) and ``cancelOutcome`` (plain text, None without a cancel)."""
-        states = self._matching()
-        limits = [state.order.get("limitPrice") for state in states]
-        return pd.DataFrame(
-            {
-                "orderId": pd.array([s.order_id for s in states], dtype="string"),
-                "type": pd.array([s.order.get("type") for s in states], dtype="string"),
-                "symbol": pd.array([s.order.get("symbol") for s in states], dtype="string"),
-                "side": pd.array([s.order.get("side") for s in states], dtype="string"),
-                "limitPrice": pd.to_numeric(
-                    pd.Series([None if v in (None, "") else v for v in limits], dtype="object"),
-                    errors="coerce",
-                ).astype("float64"),
-                "status": pd.array([s.status for s in states], dtype="string"),
-                "statusRaw": pd.array([s.status_raw for s in states], dtype="string"),
-                "timeline": pd.array(
-                    [
-                        " → ".join(t.status.upper() for t in self.book.history(s.order_id))
-                        for s in states
-                    ],
-                    dtype="string",
-                ),
-                "updatedAt": pd.to_datetime(
-                    pd.Series([s.updated_at_ms or None for s in states], dtype="float64"),
-                    unit="ms",
-                    utc=True,
-                ).astype("datetime64[ms, UTC]"),
-                "cancelOutcome": pd.array(
-                    [self._outcome_plain(s.order_id) for s in states], dtype="string"
-                ),
-            }
-        )
+        ``orderId``, ``type``, ``symbol``, ``side``, ``limitPrice``, ``amount``,
+        ``filled``, ``average`` (the average price), ``status`` (canonical), ``statusRaw``
+        (as sent), ``timeline`` (every status, oldest first), ``updatedAt`` (UTC) and
+        ``cancelOutcome`` (plain text, None without a cancel)."""
+        return orders_frame(self._matching(), self.book, self._outcome_plain)
 
-    def _counts_html(self, shown: int) -> str:
+    def _counts_html(self, shown: int, total: int) -> str:
         if self._loading:
             note = "stopped before the orders were read" if self._stopped else f"{_LOADING}…"
             return f"<div class='tk-counts tk-muted' data-loading='true'>{note}</div>"
-        counts = self.counts()
-        groups = {"ACTIVE": 0, "FINALIZED": 0, None: 0}
-        for state in self.book.orders.values():
-            groups[self._shortcuts.shortcut(state.status, state.order.get("type"))] += 1
-        # a status the profile puts in neither shortcut is counted apart
-        other = f", other {groups[None]}" if groups[None] else ""
-        parts = [
-            f"<b>{sum(counts.values())}</b> orders (ACTIVE {groups['ACTIVE']}, "
-            f"FINALIZED {groups['FINALIZED']}{other}); matching: {shown}"
-        ]
-        ordered = [s for s in STATUS_ORDER if s in counts] + sorted(
-            s for s in counts if s not in STATUS_ORDER
-        )
-        parts += [f"{badge(s)}&nbsp;{counts[s]}" for s in ordered]
-        return "<div class='tk-counts'>" + " ".join(parts) + "</div>"
+        return counts_html(self.book, self._shortcuts, shown, total, held=self._guard.frozen)
 
     def _all_widgets(self) -> list[widgets.Widget]:
-        out: list[widgets.Widget] = [self._status, self._counts, self.filter, self._legend]
+        out: list[widgets.Widget] = [
+            self._status,
+            self._counts,
+            self.filter,
+            self.find,
+            self.pin_button,
+            self._legend,
+        ]
         for slot in (self._header, *self._slots):
             out += slot.widgets()
         out += self._buttons.widgets()
@@ -439,84 +533,12 @@ class OrderStatusView(LiveView):
 
     def _freeze(self) -> None:
         self.filter.disabled = True
+        self.find.disabled = True
+        self.pin_button.disabled = True
         self._buttons.disable()
-
-    # -- cancel ------------------------------------------------------------------------
-
-    def _on_cancel_click(self, order_id: str) -> None:
-        """A click on ``order_id``'s own button (wherever its row is now)."""
-        if self._client is None or self._stopped:
-            return
-        self._set_note(order_id, "cancelling…", "tk-warn")
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            self._spawn_cancel(order_id)
-        elif self._loop is not None:
-            # a click handled off the loop's thread: hand the request to the view's loop
-            self._loop.call_soon_threadsafe(self._spawn_cancel, order_id)
-
-    def _spawn_cancel(self, order_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self.cancel(order_id))
-        self._cancel_tasks.add(task)
-        task.add_done_callback(self._cancel_tasks.discard)
-
-    async def cancel(self, order_id: str) -> Any:
-        """Cancel ``order_id`` with the typed cancel and show its outcome on the row;
-        returns the CancelResult (None when the request failed, the error is shown)."""
-        if self._client is None:
-            raise RuntimeError("this view has no client to cancel with")
-        try:
-            result = await self._client.acancel_limit_order(order_id)
-        except Exception as exc:
-            self._set_note(order_id, f"{type(exc).__name__}: {exc}", "tk-bad")
-            return None
-        self._notes.pop(order_id, None)
-        self.cancel_results[order_id] = result
-        self.cancel_results.move_to_end(order_id)
-        while len(self.cancel_results) > self._outcome_limit:
-            self.cancel_results.popitem(last=False)
-        self._show_outcome(order_id)
-        return result
-
-    def _outcome(self, order_id: str) -> tuple[str, str, str] | None:
-        """(outcome code, text, tone) of the cancel of ``order_id`` as it stands now."""
-        result = self.cancel_results.get(order_id)
-        if result is None:
-            note = self._notes.get(order_id)
-            return None if note is None else ("", *note)
-        code = str(getattr(result.outcome, "value", result.outcome))
-        state = self.book.orders.get(order_id)
-        text, tone = outcome_label(code, result.status, state.status if state else None)
-        return code, text, tone
-
-    def outcome_text(self, order_id: str) -> str:
-        """The outcome shown for ``order_id`` (HTML), '' when none. It follows the order:
-        "accepted (CANCELLING)" becomes "cancelled" once the order is CANCELLED."""
-        outcome = self._outcome(order_id)
-        if outcome is None:
-            return ""
-        return outcome_html(order_id, *outcome)
-
-    def _outcome_plain(self, order_id: str) -> str | None:
-        outcome = self._outcome(order_id)
-        return None if outcome is None else outcome[1]
-
-    def _set_note(self, order_id: str, text: str, tone: str) -> None:
-        """A transient outcome ("cancelling…") or a failed request's error."""
-        self._notes[order_id] = (text, tone)
-        self._notes.move_to_end(order_id)
-        while len(self._notes) > self._outcome_limit:
-            self._notes.popitem(last=False)
-        self._show_outcome(order_id)
-
-    def _show_outcome(self, order_id: str) -> None:
-        slot = self.slot_for(order_id)
-        state = self.book.orders.get(order_id)
-        if slot is not None and state is not None:
-            self._fill(slot, state)
+        if self._guard_timer is not None:
+            self._guard_timer.cancel()
+            self._guard_timer = None
 
     # -- the task ----------------------------------------------------------------------
 

@@ -55,15 +55,33 @@ STATE_ROLE = {
 }
 
 
+# a status detail longer than this goes on demand (its first words stay on the line)
+_LINE = 60
+
+
+def _first(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= _LINE else line[: _LINE - 1] + "…"
+
+
 def colour(role: str) -> str:
     """The CSS value (a JupyterLab variable with its fallback) of a colour role."""
     return _VARS[role]
 
 
+#: how long a price's flash lasts at most; shorter where the pair ticks faster (a view
+#: sets each flash to under its pair's tick interval, so a cell is not tinted for ever)
+FLASH_S = 0.4
+
+
 def _flash(name: str, role: str) -> str:
-    # a translucent tint of the text colour: readable on any theme's background
+    # a translucent tint and the text colour, both fading out: once the flash is over the
+    # cell reads as any other, so a tint always means "changed just now"
     tint = f"color-mix(in srgb, {_VARS[role]} 30%, transparent)"
-    return f"@keyframes {name} {{from {{background: {tint};}} to {{background: transparent;}}}}"
+    return (
+        f"@keyframes {name} {{from {{background: {tint}; color: {_VARS[role]};}}"
+        " to {background: transparent;}}"
+    )
 
 
 def _css() -> str:
@@ -84,17 +102,27 @@ def _css() -> str:
         f".tk-err {{color: {v['bad']}; grid-column: 2 / -1;}}",
         _flash("tk-flash-up", "good"),
         _flash("tk-flash-down", "bad"),
-        f".tk-up {{animation: tk-flash-up 0.8s ease-out; color: {v['good']};}}",
-        f".tk-down {{animation: tk-flash-down 0.8s ease-out; color: {v['bad']};}}",
+        f".tk-up {{animation: tk-flash-up {FLASH_S}s ease-out;}}",
+        f".tk-down {{animation: tk-flash-down {FLASH_S}s ease-out;}}",
+        # a price the view can no longer vouch for (the connection is lost): greyed
+        f".tk-stale, .tk-stale .tk-num, .tk-stale .tk-good, .tk-stale .tk-bad"
+        f" {{color: {v['muted']}; animation: none;}}",
+        ".tk-stale .tk-age {font-style: italic;}",
+        ".tk-pin {font-weight: 600;}",
         f".tk-badge {{color: {v['inverse']}; border-radius: 8px; padding: 0 6px;"
         f" font-size: 0.92em; background: {v['grey']};}}",
         ".tk-tl .tk-rec, .tk-legend .tk-rec {font-style: italic; opacity: 0.75;}",
         f".tk-legend {{color: {v['muted']}; font-size: 0.92em;}}",
+        # the lines above the rows keep one line's height whatever they say (the whole of
+        # it on hover): a longer count or state must not push the rows under the pointer
+        ".tk-counts, .tk-status {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}",
         # a cancel's outcome wraps in its narrow cell rather than being cut
         ".tk-outcome {display: inline-block; line-height: 1.25; overflow-wrap: anywhere;}",
-        # a failed cancel's error beside the Cancel button: two lines, all of it on hover
-        ".tk-outcome.tk-clamp {display: -webkit-box; -webkit-box-orient: vertical;"
-        " -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;}",
+        # an error on one line, the whole of it on a click (<details>)
+        ".tk-oneline {display: inline-block; max-width: 100%; vertical-align: top;}",
+        ".tk-oneline > summary {white-space: nowrap; overflow: hidden;"
+        " text-overflow: ellipsis; cursor: pointer;}",
+        ".tk-oneline .tk-detail {white-space: normal; overflow-wrap: anywhere;}",
     ]
     rules += [
         f".tk-badge[data-status='{s}'] {{background: {v[r]};}}" for s, r in BADGE_ROLE.items()
@@ -106,9 +134,17 @@ def _css() -> str:
 STYLE = _css()
 
 
-def status_html(state: str, detail: str) -> str:
-    """The connection-state line: a coloured dot, the state, and a muted detail."""
-    extra = f" <span class='tk-muted'>{html.escape(detail)}</span>" if detail else ""
+def status_html(state: str, detail: str, warning: str = "") -> str:
+    """The connection-state line: a coloured dot, the state, and a muted detail; a detail
+    longer than a line (an error's message), and the last warning the view's stream or
+    book logged, show their first words on the line and the rest on demand."""
+    extra = ""
+    if detail and (len(detail) > _LINE or "\n" in detail):
+        extra = " " + one_line(_first(detail), detail, "tk-muted")
+    elif detail:
+        extra = f" <span class='tk-muted'>{html.escape(detail)}</span>"
+    if warning:
+        extra += " " + one_line(f"warning: {_first(warning)}", warning, "tk-warn")
     return (
         f"<div class='tk-status tk-view' data-state='{html.escape(state)}'>"
         f"<span class='tk-dot' data-state='{html.escape(state)}'>&#9679;</span> "
@@ -116,47 +152,36 @@ def status_html(state: str, detail: str) -> str:
     )
 
 
-def when(ms: int, today: str | None = None) -> str:
-    """A service time (Unix ms) as UTC, short: the time of day for today's
-    (``14:03:01.123``), month, day and time for another day of this year
-    (``09-21 14:03:01``), the whole date for another year's (``2025-11-13 02:13``).
-    ``today`` is YYYY-MM-DD, the current UTC date by default."""
-    if not ms:
-        return "–"
-    at = datetime.fromtimestamp(ms / 1000, UTC)
-    if today is None:
-        today = datetime.now(UTC).strftime("%Y-%m-%d")
-    if at.strftime("%Y-%m-%d") == today:
-        return at.strftime("%H:%M:%S.%f")[:-3]
-    if at.strftime("%Y") == today[:4]:
-        return at.strftime("%m-%d %H:%M:%S")
-    return at.strftime("%Y-%m-%d %H:%M")
-
-
-def when_compact(ms: int, today: str | None = None) -> str:
-    """A service time (Unix ms) as UTC in 12 characters at most, the width of today's
-    time of day (``14:03:01.123``): month, day and minute for another day of this year
-    (``09-21 14:03``), the date alone for another year's (``2025-11-13``). For a column
-    that must not widen when its times cross midnight; ``when_full`` is for the tooltip.
-    ``today`` is YYYY-MM-DD, the current UTC date by default."""
-    if not ms:
-        return "–"
-    at = datetime.fromtimestamp(ms / 1000, UTC)
-    if today is None:
-        today = datetime.now(UTC).strftime("%Y-%m-%d")
-    day = at.strftime("%Y-%m-%d")
-    if day == today:
-        return at.strftime("%H:%M:%S.%f")[:-3]
-    if day[:4] == today[:4]:
-        return at.strftime("%m-%d %H:%M")
-    return day
-
-
-def when_full(ms: int) -> str:
-    """A service time (Unix ms) in full, UTC (``2026-09-21 14:03:01.123``), for tooltips."""
+def when(ms: int) -> str:
+    """A service time (Unix ms) as the views show every time, in one format whatever the
+    day, UTC: ``2026-11-27 09:23:40.637`` (a fixed width, so a column of times never
+    widens); "–" when there is none."""
     if not ms:
         return "–"
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+#: the width of ``when``'s text, in characters
+WHEN_CHARS = 23
+
+
+def age_text(seconds: float) -> str:
+    """How old a price is, for a view that lost its connection: "12 s old", "3 min old"."""
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s old"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min old"
+    return f"{seconds / 3600:.0f} h old"
+
+
+def one_line(summary: str, detail: str, cls: str = "") -> str:
+    """``summary`` on one line (cut with an ellipsis where the cell is narrow) and the
+    whole ``detail`` on demand: a ``<details>`` the reader opens with a click."""
+    return (
+        f"<details class='tk-oneline {cls}'><summary>{html.escape(summary)}</summary>"
+        f"<div class='tk-detail'>{html.escape(detail)}</div></details>"
+    )
 
 
 def grid(columns: str) -> str:

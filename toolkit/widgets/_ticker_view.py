@@ -3,6 +3,7 @@ times a second from a client's ticker channels or from a recording."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import math
 from collections import deque
@@ -18,7 +19,7 @@ from toolkit.protocol import validate_symbol
 from toolkit.stream._events import SessionEvent, TickerEvent, TickersEvent
 from toolkit.widgets._base import LiveView, check_flag, check_int, check_speed
 from toolkit.widgets._sources import Subscription, aiter_events, describe_source
-from toolkit.widgets._theme import STYLE, grid, price_text, when
+from toolkit.widgets._theme import FLASH_S, STYLE, WHEN_CHARS, age_text, grid, price_text, when
 from toolkit.widgets._throttle import Clock
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -35,12 +36,28 @@ _COLUMNS = (
 
 
 def _grid(spark_len: int) -> str:
-    """Columns that size from the container: each has a readable minimum (the sparkline's
-    is its ``spark_len`` blocks) and shares what is left."""
+    """Columns that size from the container: each has a readable minimum that does not
+    depend on what the rows show (the sparkline's is its ``spark_len`` blocks, the time's
+    the width of ``when``), so no column moves when a value widens, and shares what is
+    left."""
+    spark_em, when_em = spark_len * 0.55 + 0.5, WHEN_CHARS * 0.61 + 0.4
     return grid(
         "minmax(5.5em, 1fr) repeat(3, minmax(6.5em, 1.1fr)) minmax(5.2em, 0.8fr) "
-        f"minmax({spark_len * 0.55 + 0.5:.1f}em, 1.6fr) minmax(9.8em, 1fr)"
+        f"minmax({spark_em:.1f}em, 1.6fr) minmax({when_em:.1f}em, 1fr)"
     )
+
+
+# how often a view that lost its connection updates its prices' age
+_AGE_EVERY_S = 1.0
+
+
+def flash_seconds(tick_gap_s: float) -> float:
+    """How long a changed price's flash lasts: half its pair's last interval between two
+    ticks (at most ``FLASH_S``, at least 0.1 s), so the tint is gone before the next tick
+    and a tinted cell always means "changed just now"."""
+    if not tick_gap_s > 0:
+        return FLASH_S
+    return max(0.1, min(FLASH_S, tick_gap_s / 2))
 
 
 def sparkline(values: Iterable[float]) -> str:
@@ -75,6 +92,11 @@ class TickerRow:
     shown: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     # why this pair has no data (its subscription failed), '' when it is fine
     error: str = ""
+    # the service time of the first price (what ``change`` is measured from)
+    first_at: int = 0
+    # on the view's clock: when the last tick arrived, and the interval before it
+    seen_at: float = math.nan
+    gap_s: float = math.nan
 
     @property
     def change(self) -> float:
@@ -162,6 +184,9 @@ class TickerView(LiveView):
         self._rows: dict[str, TickerRow] = {}
         self._row_widgets: dict[str, widgets.HTML] = {}
         self._dirty_rows: set[str] = set()
+        self._caption_stale = False
+        # whether the rows were last painted greyed (offline)
+        self._shown_offline = False
         self._kind = describe_source(source)
         header = "".join(f"<span class='{cls}'>{html.escape(c)}</span>" for c, cls in _COLUMNS)
         self._grid = _grid(spark_len)
@@ -171,7 +196,10 @@ class TickerView(LiveView):
             layout=_fill(),
         )
         self._body = widgets.VBox(layout=_fill())
-        self._container.children = (self._status, self._header, self._body)
+        # what "change" is measured from, once the first price is in
+        self._caption = widgets.HTML(layout=_fill())
+        self._age_timer: Any = None
+        self._container.children = (self._status, self._header, self._body, self._caption)
         if self._symbols is not None:
             for symbol in self._symbols:
                 self._row(symbol)
@@ -267,6 +295,12 @@ class TickerView(LiveView):
         last = float(ticker.last)
         if math.isnan(row.first_last):
             row.first_last = last
+            row.first_at = int(ticker.timestamp)
+            self._caption_stale = True
+        now = self._throttle.now()
+        if not math.isnan(row.seen_at):
+            row.gap_s = now - row.seen_at
+        row.seen_at = now
         if last != row.last or not row.spark:
             row.spark.append(last)
         row.bid = float(ticker.bid)
@@ -289,17 +323,66 @@ class TickerView(LiveView):
             row = self._rows[symbol]
             self._row_widgets[symbol].value = self._row_html(row, flash=True)
             row.shown = (row.bid, row.ask, row.last)
+        if self._caption_stale:
+            self._caption_stale = False
+            self._caption.value = self._caption_html()
+
+    def _caption_html(self) -> str:
+        firsts = [r.first_at for r in self._rows.values() if r.first_at]
+        if not firsts:
+            return ""
+        return (
+            "<div class='tk-legend tk-view'>change: since the first price this view "
+            f"received, {when(min(firsts))} UTC</div>"
+        )
+
+    # -- offline: greyed prices with their age -------------------------------------------
+
+    def _on_state(self) -> None:
+        if self.offline == self._shown_offline:
+            return  # the rows already say it: nothing to repaint
+        self._shown_offline = self.offline
+        # every row shows (or stops showing) its age; a stopped view is painted here, as
+        # its repaints are over
+        self._dirty_rows.update(s for s, r in self._rows.items() if r.ticks)
+        if self._stopped:
+            if self._dirty():
+                self._paint()
+            return
+        self._paint_soon()
+        if self.offline and self._age_timer is None:
+            self._schedule_age()
+
+    def _schedule_age(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a test): repaint() shows the age on the view's clock
+        self._age_timer = loop.call_later(_AGE_EVERY_S, self._on_age_timer)
+
+    def _on_age_timer(self) -> None:
+        self._age_timer = None
+        if self._stopped or not self.offline:
+            return
+        self._dirty_rows.update(s for s, r in self._rows.items() if r.ticks)
+        self._paint_soon()
+        self._schedule_age()
 
     def _row_html(self, row: TickerRow, *, flash: bool) -> str:
+        stale = self.offline and row.ticks > 0
+        flash = flash and not stale
+        duration = flash_seconds(row.gap_s)
+
         def cell(value: float, before: float) -> str:
-            cls = "tk-num"
+            cls, style = "tk-num", ""
             if flash and not math.isnan(before) and value != before:
                 cls += " tk-up" if value > before else " tk-down"
-            return f"<span class='{cls}'>{_fmt(value)}</span>"
+                style = f" style='animation-duration: {duration:.2f}s'"
+            return f"<span class='{cls}'{style}>{_fmt(value)}</span>"
 
         start = (
-            f"<div class='tk-row tk-grid tk-view' style='{self._grid}' "
-            f"data-symbol='{html.escape(row.symbol)}'"
+            f"<div class='tk-row tk-grid tk-view{' tk-stale' if stale else ''}' "
+            f"style='{self._grid}' data-symbol='{html.escape(row.symbol)}'"
         )
         symbol = f"<span class='tk-sym'>{html.escape(row.symbol)}</span>"
         if row.error:
@@ -313,13 +396,21 @@ class TickerView(LiveView):
             change_html = "<span class='tk-num'>–</span>"
         else:
             tone = "tk-good" if change > 0 else "tk-bad" if change < 0 else "tk-muted"
-            change_html = f"<span class='tk-num {tone}'>{change * 100:+.2f}%</span>"
+            since = f"since {_fmt(row.first_last)} at {when(row.first_at)} UTC"
+            change_html = f"<span class='tk-num {tone}' title='{since}'>{change * 100:+.2f}%</span>"
+        if stale:
+            age = age_text(self._throttle.now() - row.seen_at)
+            updated = (
+                f"<span class='tk-num tk-age' data-age='1' title='last price at "
+                f"{when(row.timestamp)} UTC; the connection is lost'>{age}</span>"
+            )
+        else:
+            updated = f"<span class='tk-num'>{when(row.timestamp)}</span>"
         return (
             f"{start}>{symbol}"
             f"{cell(row.bid, row.shown[0])}{cell(row.ask, row.shown[1])}"
             f"{cell(row.last, row.shown[2])}{change_html}"
-            f"<span class='tk-spark'>{sparkline(row.spark)}</span>"
-            f"<span class='tk-num'>{when(row.timestamp)}</span></div>"
+            f"<span class='tk-spark'>{sparkline(row.spark)}</span>{updated}</div>"
         )
 
     def _all_widgets(self) -> list[widgets.Widget]:
@@ -327,6 +418,7 @@ class TickerView(LiveView):
             self._status,
             self._header,
             self._body,
+            self._caption,
             *self._row_widgets.values(),
             self._container,
         ]
