@@ -142,3 +142,18 @@ def test_warnings_go_to_the_status_line_not_into_the_cell(
     # once the view has stopped, a warning is the user's logging's again
     logging.getLogger("toolkit.orderbook").warning("after the view")
     assert printed == ["after the view"]
+
+
+@pytest.mark.parametrize("state", ["connecting", "reconnecting", "error"])
+def test_a_lost_connection_is_a_banner_that_says_what_it_means(state: str) -> None:
+    """Not a small orange dot: the line is tinted and says the view acts on nothing."""
+    line = status_html(state, "gap of 2.5 s")
+    assert "tk-offline" in line
+    assert "not live" in line and "Cancel disabled" in line
+    assert ".tk-status.tk-offline" in STYLE
+
+
+@pytest.mark.parametrize("state", ["connected", "gap reconciled", "stopped"])
+def test_a_live_or_stopped_view_has_no_banner(state: str) -> None:
+    line = status_html(state, "")
+    assert "tk-offline" not in line and "not live" not in line

@@ -13,15 +13,15 @@ import ipywidgets as widgets
 import pandas as pd
 
 from toolkit.errors import InvalidRequest
-from toolkit.widgets._theme import status_html
+from toolkit.widgets._theme import OFFLINE, status_html
 from toolkit.widgets._throttle import Clock, RepaintThrottle
 
 _log = logging.getLogger("toolkit.widgets")
 
-#: states in which what a view shows is not live: its prices are greyed with their age
-#: and its Cancel buttons are disabled (a stopped view says "stopped" and keeps its last
-#: prices and times as they were: a frozen age would only go stale in a saved notebook)
-OFFLINE = frozenset({"connecting", "reconnecting", "error"})
+#: ``OFFLINE`` (from _theme): states in which what a view shows is not live: its prices
+#: are greyed with their age and its Cancel buttons are disabled (a stopped view says
+#: "stopped" and keeps its last prices and times as they were: a frozen age would only
+#: go stale in a saved notebook)
 #: the loggers of what a running view does (its stream, its order book, itself): their
 #: records go to the view's status line, never printed into the cell's output
 VIEW_LOGGERS = ("toolkit.stream", "toolkit.orderbook", "toolkit.widgets")

@@ -30,8 +30,8 @@ _VARS = {
 BADGE_ROLE = {
     "OPEN": "brand",
     "TRIGGERED": "info",
-    "PROCESSING": "warn",
-    "PENDING": "warn",
+    "PROCESSING": "warn0",  # white on warn is 2.7:1, on warn0 3.8:1
+    "PENDING": "warn0",
     "CANCELLING": "warn0",
     "EXECUTED": "good",
     "CLOSED": "good",
@@ -128,25 +128,40 @@ def _css() -> str:
         f".tk-badge[data-status='{s}'] {{background: {v[r]};}}" for s, r in BADGE_ROLE.items()
     ]
     rules += [f".tk-dot[data-state='{s}'] {{color: {v[r]};}}" for s, r in STATE_ROLE.items()]
+    # a lost connection is a banner across the view, not a small dot: what it shows is
+    # not live and it acts on nothing until it is back
+    rules += [
+        f".tk-status.tk-offline {{border-left: 4px solid {v['warn0']}; padding-left: 6px;"
+        f" background: color-mix(in srgb, {v['warn0']} 14%, transparent);}}",
+    ]
     return "<style>\n" + "\n".join(rules) + "\n</style>"
 
 
 STYLE = _css()
 
 
+#: the states in which what a view shows is not live (prices greyed, Cancel disabled)
+OFFLINE = frozenset({"connecting", "reconnecting", "error"})
+#: what the banner of an offline view says after its state
+OFFLINE_TEXT = "not live: prices greyed with their age, Cancel disabled until reconnected"
+
+
 def status_html(state: str, detail: str, warning: str = "") -> str:
     """The connection-state line: a coloured dot, the state, and a muted detail; a detail
     longer than a line (an error's message), and the last warning the view's stream or
-    book logged, show their first words on the line and the rest on demand."""
-    extra = ""
+    book logged, show their first words on the line and the rest on demand. Offline (a
+    state of :data:`OFFLINE`), the line is a tinted banner that says what that means."""
+    offline = state in OFFLINE
+    extra = f" <b>{OFFLINE_TEXT}</b>" if offline else ""
     if detail and (len(detail) > _LINE or "\n" in detail):
-        extra = " " + one_line(_first(detail), detail, "tk-muted")
+        extra += " " + one_line(_first(detail), detail, "tk-muted")
     elif detail:
-        extra = f" <span class='tk-muted'>{html.escape(detail)}</span>"
+        extra += f" <span class='tk-muted'>{html.escape(detail)}</span>"
     if warning:
         extra += " " + one_line(f"warning: {_first(warning)}", warning, "tk-warn")
     return (
-        f"<div class='tk-status tk-view' data-state='{html.escape(state)}'>"
+        f"<div class='tk-status tk-view{' tk-offline' if offline else ''}'"
+        f" data-state='{html.escape(state)}'>"
         f"<span class='tk-dot' data-state='{html.escape(state)}'>&#9679;</span> "
         f"<b>{html.escape(state)}</b>{extra}</div>"
     )
