@@ -93,9 +93,32 @@ def build_frames(
     through it. Timestamps in seconds or milliseconds are told apart per value.
     """
     fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
+    return _from_tables(build_tables(raw_orders, exact=exact, profile=profile), quote_fields=fields)
+
+
+def build_tables(
+    raw_orders: Sequence[RawOrder],
+    *,
+    exact: bool = False,
+    profile: ServiceProfile | None = None,
+) -> dict[str, pa.Table]:
+    """The five frame tables of :func:`build_frames` as Arrow tables, before pandas (name
+    -> table, in :data:`FRAME_NAMES` order): what the order store keeps on disk."""
+    fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
     unit = "auto" if profile is None else profile.orders.timestamp_unit
-    tables = _build_tables(_parse(_bodies(raw_orders), fields), exact, fields, unit=unit)
-    return _from_tables(tables, quote_fields=fields)
+    return _build_tables(_parse(_bodies(raw_orders), fields), exact, fields, unit=unit)
+
+
+def frames_from_tables(
+    tables: Mapping[str, pa.Table],
+    *,
+    profile: ServiceProfile | None = None,
+    missing: list[str] | None = None,
+) -> OrderFrames:
+    """:class:`OrderFrames` of the Arrow tables :func:`build_tables` gives (read back from
+    Parquet, say), with the dtypes of :func:`build_frames`."""
+    fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
+    return _from_tables(tables, missing, quote_fields=fields)
 
 
 def _from_tables(
