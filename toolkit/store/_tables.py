@@ -62,7 +62,7 @@ def part_token(source: str | os.PathLike[str] | pa.NativeFile) -> str:
         if tail[4:] != b"PAR1" or length + 12 > size:
             return ""
         footer = handle.read_at(length, size - 8 - length)
-    except OSError:
+    except (OSError, ValueError):  # gone, unreadable; pyarrow's range errors
         return ""
     finally:
         if handle is not source:
