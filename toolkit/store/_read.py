@@ -119,8 +119,14 @@ def read_frames(
         if sources
         else pa.table({"id": pa.array([], pa.string()), "_source": pa.array([], pa.string())})
     )
-    kind = dict(zip(source["id"].to_pylist(), source["_source"].to_pylist(), strict=True))
-    orders.insert(
-        list(orders.columns).index("id") + 1, "_source", orders["id"].map(kind) if kind else []
-    )
+    at = list(orders.columns).index("id") + 1
+    ids = pa.array(orders["id"].to_numpy(dtype=object), pa.string())
+    if not len(ids):
+        orders.insert(at, "_source", [])
+    elif len(ids) == source.num_rows and ids.equals(source["id"].combine_chunks()):
+        # the orders come in the part files' order: the column as it is
+        orders.insert(at, "_source", source["_source"].to_pandas().set_axis(orders.index))
+    else:  # pragma: no cover - a frame never reorders its orders; by id then
+        kind = dict(zip(source["id"].to_pylist(), source["_source"].to_pylist(), strict=True))
+        orders.insert(at, "_source", orders["id"].map(kind) if kind else [])
     return frames
