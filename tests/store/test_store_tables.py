@@ -272,3 +272,28 @@ def test_every_table_file_is_written_then_fsynced_then_renamed(
         assert ("fsync", str(Path(final).parent), "") in steps[i + 1 :]
     # never written in place
     assert not any(s[0] == "write" and s[1] in map(str, finals) for s in steps)
+
+
+def test_table_files_derive_what_is_missing_and_an_engine_reads_them(
+    synced: tuple[Simulator, Client, OrderStore],
+) -> None:
+    import shutil
+
+    import duckdb
+
+    from toolkit.store import StoreLocked
+
+    _, _, store = synced
+    frames = store.frames()
+    shutil.rmtree(store.root / TABLES_DIR)  # as an older toolkit left it
+    with StoreFiles(store.root).lock(), pytest.raises(StoreLocked):
+        store.table_files()  # a sync is writing
+    found = store.table_files()
+    parts = StoreFiles(store.root).month_files()
+    assert set(found) == set(TABLE_NAMES) and all(len(v) == len(parts) for v in found.values())
+    con = duckdb.connect()
+    fills = con.execute(
+        "select count(*), sum(cost) from read_parquet(?)", [[str(p) for p in found["fills"]]]
+    ).fetchone()
+    assert fills is not None and fills[0] == len(frames.fills)
+    assert fills[1] == pytest.approx(frames.fills["cost"].sum())

@@ -415,6 +415,32 @@ class OrderStore:
         frames.missing.extend(coverage["missing"])
         return frames
 
+    def table_files(self) -> dict[str, list[Path]]:
+        """The typed table files (``ROOT/_tables``) of every order now in the store, per
+        table (``orders``, ``trades``, ``fees``, ``evaluated_tickers``, ``fills``), for an
+        engine: ``duckdb.read_parquet([str(p) for p in store.table_files()["fills"]])``.
+        Those a part file has none of, or none matching it (an older store, a sync killed
+        between the two), are derived first; an interrupted merge is finished first.
+        Takes the writer's lock for that (StoreLocked while a sync runs); a sync that runs
+        after it may replace the files (each whole).
+
+        Returns
+        -------
+        dict of str to list of Path
+            Table name -> its files, one per part file of the bodies.
+
+        Raises
+        ------
+        StoreLocked
+            A sync holds the store.
+        InvalidRequest
+            A part file whose bodies make no tables, or that is not the store's.
+        """
+        from toolkit.store._tables import Tables
+
+        with self._files.lock():
+            return Tables(self._files, self.profile).current()
+
     def coverage(self) -> dict[str, Any]:
         """What the store covers: orders by ``_source`` and by type, the last sync, the
         recordings' start, ids not found, and ``warnings`` to show wherever the set is

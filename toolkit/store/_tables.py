@@ -331,3 +331,25 @@ class Tables:
             if any(self.meta(name, part, token) is None for name in TABLE_NAMES):
                 done += self.refresh(part)
         return done
+
+    def current(self) -> dict[str, list[Path]]:
+        """The table files of every part file, each derived now where it has none matching
+        it (the caller holds the writer's lock); InvalidRequest naming a part whose
+        bodies make no tables."""
+        from toolkit.errors import InvalidRequest
+
+        self.files.finish_compaction()
+        out: dict[str, list[Path]] = {name: [] for name in TABLE_NAMES}
+        for part in self.files.month_files():
+            token = part_token(part)
+            if any(self.meta(name, part, token) is None for name in TABLE_NAMES):
+                self.refresh(part)
+                token = part_token(part)
+                if any(self.meta(name, part, token) is None for name in TABLE_NAMES):
+                    raise InvalidRequest(
+                        f"order store file {part}: its bodies make no typed tables (see the "
+                        "warning logged); store.frames() reads them"
+                    )
+            for name in TABLE_NAMES:
+                out[name].append(self.path(name, part))
+        return out
