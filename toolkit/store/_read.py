@@ -56,23 +56,15 @@ def read_frames(
                 chosen = fragment.to_table(schema=schema(), columns=_NARROW, filter=filter)
                 if not chosen.num_rows:
                     continue
-                whole = filter is None
-                typed = None if exact else tables.read(path, part_token(handle), columns)
+                ids = None if filter is None else chosen.column("id").combine_chunks()
+                typed = None if exact else tables.read(path, part_token(handle), columns, ids)
                 if typed is None:
-                    ids = chosen.column("id")
                     rows = files.read_part(path, ["id", "body"], handle)
-                    if not whole:
+                    if ids is not None:
                         rows = rows.filter(pc.is_in(rows.column("id"), value_set=ids))
                     parts.append((chosen, *derive(_bodies(rows), profile, exact=exact)))
                     continue
-                part_tables, part_said = typed
-                if not whole:
-                    ids = chosen.column("id")
-                    part_tables = {
-                        name: t.filter(pc.is_in(t.column(KEY[name]), value_set=ids))
-                        for name, t in part_tables.items()
-                    }
-                parts.append((chosen, part_tables, part_said))
+                parts.append((chosen, *typed))
     chosen_ids = pa.chunked_array([c.column("id") for c, _, _ in parts], pa.string())
     if snap.merging or pc.count_distinct(chosen_ids).as_py() != len(chosen_ids):
         # an order in two files (a compaction under way, or one an older toolkit left

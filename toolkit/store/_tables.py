@@ -179,11 +179,17 @@ class Tables:
         return info
 
     def read(
-        self, part: Path, token: str, columns: Collection[str] | None = None
+        self,
+        part: Path,
+        token: str,
+        columns: Collection[str] | None = None,
+        ids: pa.Array | pa.ChunkedArray | None = None,
     ) -> tuple[dict[str, pa.Table], list[str]] | None:
-        """The five tables of ``part`` (``columns`` only, with each table's key) and the
-        warnings recorded when they were derived, or None when one of them does not match
-        this version of the part (``token``) or cannot be read."""
+        """The five tables of ``part`` (``columns`` only, with each table's key; the rows of
+        the orders ``ids`` only, filtered as they are read) and the warnings recorded when
+        they were derived, or None when one of them does not match this version of the
+        part (``token``) or cannot be read."""
+        import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
         out: dict[str, pa.Table] = {}
@@ -196,7 +202,11 @@ class Tables:
             if columns is not None:
                 wanted = [c for c in info["columns"] if c == KEY[name] or c in columns]
             try:
-                table = pq.read_table(self.path(name, part), columns=wanted)
+                table = pq.read_table(
+                    self.path(name, part),
+                    columns=wanted,
+                    filters=None if ids is None else ds.field(KEY[name]).isin(ids),
+                )
             except (OSError, ValueError):
                 return None
             out[name] = from_disk(table.replace_schema_metadata(None), info.get("ms", []))
