@@ -110,15 +110,32 @@ def build_tables(
 
 
 def frames_from_tables(
-    tables: Mapping[str, pa.Table],
+    tables: dict[str, pa.Table],
     *,
     profile: ServiceProfile | None = None,
     missing: list[str] | None = None,
 ) -> OrderFrames:
     """:class:`OrderFrames` of the Arrow tables :func:`build_tables` gives (read back from
-    Parquet, say), with the dtypes of :func:`build_frames`."""
+    Parquet, say), with the dtypes of :func:`build_frames`. ``tables`` is emptied: each
+    table's memory is given back as it is converted, so the Arrow tables and the frames
+    are never all held at once (the caller keeps no other reference to them)."""
     fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
-    return _from_tables(tables, missing, quote_fields=fields)
+    frames: dict[str, pd.DataFrame] = {}
+    for name in FRAME_NAMES:
+        table = tables.pop(name)
+        frames[name] = table.to_pandas(
+            types_mapper=_types_mapper, split_blocks=True, self_destruct=True
+        )
+        del table
+    return OrderFrames(
+        orders=frames["orders"],
+        trades=frames["trades"],
+        fees=frames["fees"],
+        evaluated_tickers=frames["evaluated_tickers"],
+        fills=frames["fills"],
+        missing=list(missing or []),
+        quote_fields=fields,
+    )
 
 
 def _from_tables(

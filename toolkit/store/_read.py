@@ -35,11 +35,47 @@ def read_frames(
     """The frames of the orders of ``months`` that ``filter`` (an expression on the part
     files' columns) keeps, with ``_source`` after ``id``; ``columns`` keeps those columns
     (and the keys) of each frame. See :meth:`OrderStore.frames`."""
+    from toolkit.frames._frames import frames_from_tables
+
+    source, joined = _collect(
+        files, profile, months=months, filter=filter, columns=columns, exact=exact
+    )
+    # the orders come in the part files' order: their _source is that column as it is
+    in_order = joined["orders"].column("id").equals(source.column("id"))
+    kind = (
+        {}
+        if in_order
+        else dict(zip(source["id"].to_pylist(), source["_source"].to_pylist(), strict=True))
+    )
+    # only ``joined`` holds the tables now: their memory goes back as they become frames
+    frames = frames_from_tables(joined, profile=profile)
+    orders = frames.orders
+    at = list(orders.columns).index("id") + 1
+    if not len(orders):
+        orders.insert(at, "_source", [])
+    elif in_order:
+        orders.insert(at, "_source", source["_source"].to_pandas().set_axis(orders.index))
+    else:  # pragma: no cover - the frames never reorder the orders; by id then
+        orders.insert(at, "_source", orders["id"].map(kind))
+    return frames
+
+
+def _collect(
+    files: StoreFiles,
+    profile: ServiceProfile,
+    *,
+    months: Collection[str] | None,
+    filter: Any,
+    columns: Collection[str] | None,
+    exact: bool,
+) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """The ``id`` and ``_source`` of the orders chosen, and the five tables of their rows
+    (joined over the part files), warning what their derivation said."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    from toolkit.frames._frames import build_tables, frames_from_tables
+    from toolkit.frames._frames import build_tables
 
     tables = Tables(files, profile)
     got: dict[str, list[pa.Table]] = {name: [] for name in TABLE_NAMES}
@@ -91,7 +127,7 @@ def read_frames(
         sources = [rows.select(["id", "_source"])]
         joined, said = derive(_bodies(rows), profile, exact=exact)
     for message in dict.fromkeys(said):
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
     if columns is not None:
         known = found_columns | {c for t in empty.values() for c in t.column_names}
         unknown = sorted(set(columns) - known - {"_source"})
@@ -104,21 +140,9 @@ def read_frames(
             name: t.select([c for c in t.column_names if c == KEY[name] or c in columns])
             for name, t in joined.items()
         }
-    frames = frames_from_tables(joined, profile=profile)
-    orders = frames.orders
     source = (
-        pa.concat_tables(sources)
+        pa.concat_tables(sources).combine_chunks()
         if sources
         else pa.table({"id": pa.array([], pa.string()), "_source": pa.array([], pa.string())})
     )
-    at = list(orders.columns).index("id") + 1
-    ids = pa.array(orders["id"].to_numpy(dtype=object), pa.string())
-    if not len(ids):
-        orders.insert(at, "_source", [])
-    elif len(ids) == source.num_rows and ids.equals(source["id"].combine_chunks()):
-        # the orders come in the part files' order: the column as it is
-        orders.insert(at, "_source", source["_source"].to_pandas().set_axis(orders.index))
-    else:  # pragma: no cover - a frame never reorders its orders; by id then
-        kind = dict(zip(source["id"].to_pylist(), source["_source"].to_pylist(), strict=True))
-        orders.insert(at, "_source", orders["id"].map(kind) if kind else [])
-    return frames
+    return source, joined

@@ -458,13 +458,17 @@ class OrderStore:
         by_source: dict[str, int] = dict.fromkeys(SOURCES, 0)
         by_type: dict[str, int] = {}
         market_by_source: dict[str, int] = {}
-        for kind, source in zip(
-            table.column("type").to_pylist(), table.column("_source").to_pylist(), strict=True
+        # counted by Arrow, not row by row in Python (a million orders: seconds)
+        counts = table.group_by(["type", "_source"], use_threads=False).aggregate(
+            [([], "count_all")]
+        )
+        for kind, source, n in zip(
+            *(counts.column(c).to_pylist() for c in ("type", "_source", "count_all")), strict=True
         ):
-            by_source[source] = by_source.get(source, 0) + 1
-            by_type[kind or "?"] = by_type.get(kind or "?", 0) + 1
+            by_source[source] = by_source.get(source, 0) + n
+            by_type[kind or "?"] = by_type.get(kind or "?", 0) + n
             if kind != "limit":
-                market_by_source[source] = market_by_source.get(source, 0) + 1
+                market_by_source[source] = market_by_source.get(source, 0) + n
         state = self._files.read_state()
         since = state.get("recordings_since_ms")
         since_text = (
