@@ -63,8 +63,9 @@ def build(root: str, orders: int, batch: int = 50_000) -> None:
 
 
 def old_frames(root: str, since: int | None = None, until: int | None = None) -> Any:
-    """``store.frames()`` as it was: the bodies of the months read, as ``str``, parsed at
-    once by ``build_frames`` (the column, a ``str`` list, a ``bytes`` list, joined bytes)."""
+    """``store.frames()`` as it was: its coverage counted, then the bodies of the months
+    read, as ``str``, parsed at once by ``build_frames`` (the column, a ``str`` list, a
+    ``bytes`` list, joined bytes)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -74,6 +75,13 @@ def old_frames(root: str, since: int | None = None, until: int | None = None) ->
 
     store = OrderStore(root)
     files = StoreFiles(root)
+    # its coverage(): the type and _source of every order counted row by row in Python
+    counts: dict[tuple[Any, Any], int] = {}
+    kinds = files.read(["type", "_source"])
+    for key in zip(
+        kinds.column("type").to_pylist(), kinds.column("_source").to_pylist(), strict=True
+    ):
+        counts[key] = counts.get(key, 0) + 1
     ts = pa.timestamp("ms", tz="UTC")
     expr, months = None, None
     if since is not None and until is not None:
