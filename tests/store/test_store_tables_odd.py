@@ -155,3 +155,19 @@ def test_the_writer_runs_in_a_thread_of_a_sync_too(tmp_path: Path) -> None:
     month, row = writer.row("a", body("a", NOW), "ids", NOW)
     asyncio.run(writer.add(month, row))
     assert len(table_files(tmp_path)) == len(TABLE_NAMES)
+
+
+def test_a_changed_order_whose_field_changed_type_rederives_its_part(tmp_path: Path) -> None:
+    store = write(tmp_path, [body("a", NOW, extra=1), body("b", NOW + 1, extra=2)])
+    # "a" comes back with text where it had a number: its part's kept rows do not join
+    write(tmp_path, [body("a", NOW, extra="x", status="closed", updatedAt=NOW + 5_000)])
+    files = StoreFiles(tmp_path)
+    tables = Tables(files, DEFAULT_PROFILE)
+    part = files.month_files()[0]
+    assert tables.read(part, part_token(part)) is None  # not written: the bodies are read
+    assert_same(store.frames(), json_path(store))
+    assert tables.backfill() == 1  # as the end of every sync does
+    assert tables.read(part, part_token(part)) is not None
+    frames = store.frames()
+    assert frames.orders.set_index("id")["extra"].to_dict() == {"a": "x", "b": "2"}
+    assert_same(frames, json_path(store))

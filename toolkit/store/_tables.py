@@ -242,9 +242,9 @@ class Tables:
         """Derive again the tables of ``part`` after it was written: only the orders of
         ``changed`` when the tables of its ``previous`` version are there (the others are
         copied as they are), else every order of the part. Never raises for the data (a
-        body the frames refuse): the part is then read from its bodies until a later sync
-        succeeds. The disk's refusals (a full disk) are raised,
-        as for any file of the store. Returns whether the tables were written."""
+        body the frames refuse, a field whose type changed): the part is then read from
+        its bodies until a later sync succeeds. The disk's refusals (a full disk) are
+        raised, as for any file of the store. Returns whether the tables were written."""
         try:
             self._refresh(part, previous, changed)
         except OSError:
