@@ -171,3 +171,16 @@ def test_a_changed_order_whose_field_changed_type_rederives_its_part(tmp_path: P
     frames = store.frames()
     assert frames.orders.set_index("id")["extra"].to_dict() == {"a": "x", "b": "2"}
     assert_same(frames, json_path(store))
+
+
+def test_a_window_on_updated_at_finds_orders_of_earlier_months(tmp_path: Path) -> None:
+    october, november = 1_790_812_800_000, 1_793_491_200_000  # 2026-10-01, 2026-11-01 UTC
+    store = write(
+        tmp_path,
+        [body("old", october, updatedAt=november + 60_000), body("new", november + 1)],
+    )
+    assert len(StoreFiles(tmp_path).months()) == 2
+    changed = store.frames(since=november, on="updatedAt")
+    assert set(changed.orders["id"]) == {"old", "new"}
+    created = store.frames(since=november)  # on createdAt: only November is read
+    assert set(created.orders["id"]) == {"new"}
