@@ -190,9 +190,21 @@ def test_duckdb_and_polars_read_the_dataset_as_is(
     )
     assert sum(r[1] for r in rows) == n and sum(r[2] for r in rows) == n
     assert all(r[0] == str(r[0]) and len(r[0]) == 7 for r in rows)
-    df = pl.scan_parquet(f"{tmp_path}/**/*.parquet", hive_partitioning=True).collect()
+    # the bodies are month=*/ (the typed tables beside them, under _tables/, are others)
+    df = pl.scan_parquet(f"{tmp_path}/month=*/*.parquet", hive_partitioning=True).collect()
     assert df.height == n and "month" in df.columns and df["id"].n_unique() == n
     assert str(df.schema["createdAt"]).startswith("Datetime")
+    # the typed tables: typed columns without parsing a body, times in microseconds UTC
+    fills = len(store.frames().fills)
+    typed = pl.scan_parquet(f"{tmp_path}/_tables/fills/*/*.parquet", hive_partitioning=True)
+    got = typed.collect()
+    assert got.height == fills and got.schema["price"] == pl.Float64
+    assert got.schema["timestamp"] == pl.Datetime("us", "UTC")
+    orders = duckdb.connect().execute(
+        "select count(*), typeof(any_value(createdAt)) from read_parquet(?)",
+        [f"{tmp_path}/_tables/orders/*/*.parquet"],
+    )
+    assert orders.fetchone() == (n, "TIMESTAMP WITH TIME ZONE")
 
 
 def test_one_writer_at_a_time(counted: tuple[Simulator, Client, Fetches], tmp_path: Path) -> None:

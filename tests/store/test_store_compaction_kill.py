@@ -66,7 +66,7 @@ def _raw_counts(root: Path) -> dict[str, tuple[int, int]]:
         f"read_parquet('{root}/*/*.parquet', hive_partitioning = true)"
     )
     found = duckdb.sql(query).fetchall()[0]
-    scan = pl.scan_parquet(f"{root}/**/*.parquet", hive_partitioning=True)
+    scan = pl.scan_parquet(f"{root}/month=*/*.parquet", hive_partitioning=True)
     polars = scan.select(pl.len(), pl.col("id").n_unique()).collect().row(0)
     return {"duckdb": (found[0], found[1]), "polars": (polars[0], polars[1])}
 

@@ -93,9 +93,49 @@ def build_frames(
     through it. Timestamps in seconds or milliseconds are told apart per value.
     """
     fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
+    return _from_tables(build_tables(raw_orders, exact=exact, profile=profile), quote_fields=fields)
+
+
+def build_tables(
+    raw_orders: Sequence[RawOrder],
+    *,
+    exact: bool = False,
+    profile: ServiceProfile | None = None,
+) -> dict[str, pa.Table]:
+    """The five frame tables of :func:`build_frames` as Arrow tables, before pandas (name
+    -> table, in :data:`FRAME_NAMES` order): what the order store keeps on disk."""
+    fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
     unit = "auto" if profile is None else profile.orders.timestamp_unit
-    tables = _build_tables(_parse(_bodies(raw_orders), fields), exact, fields, unit=unit)
-    return _from_tables(tables, quote_fields=fields)
+    return _build_tables(_parse(_bodies(raw_orders), fields), exact, fields, unit=unit)
+
+
+def frames_from_tables(
+    tables: dict[str, pa.Table],
+    *,
+    profile: ServiceProfile | None = None,
+    missing: list[str] | None = None,
+) -> OrderFrames:
+    """:class:`OrderFrames` of the Arrow tables :func:`build_tables` gives (read back from
+    Parquet, say), with the dtypes of :func:`build_frames`. ``tables`` is emptied: each
+    table's memory is given back as it is converted, so the Arrow tables and the frames
+    are never all held at once (the caller keeps no other reference to them)."""
+    fields = QuoteFields() if profile is None else QuoteFields.from_profile(profile)
+    frames: dict[str, pd.DataFrame] = {}
+    for name in FRAME_NAMES:
+        table = tables.pop(name)
+        frames[name] = table.to_pandas(
+            types_mapper=_types_mapper, split_blocks=True, self_destruct=True
+        )
+        del table
+    return OrderFrames(
+        orders=frames["orders"],
+        trades=frames["trades"],
+        fees=frames["fees"],
+        evaluated_tickers=frames["evaluated_tickers"],
+        fills=frames["fills"],
+        missing=list(missing or []),
+        quote_fields=fields,
+    )
 
 
 def _from_tables(

@@ -352,11 +352,12 @@ class StoreFiles:
 
         def stream(tmp: Path) -> None:
             # row group by row group: memory stays at one row group, not the month
-            with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
+            merged = schema().with_metadata(_generation())
+            with pq.ParquetWriter(tmp, merged, compression="zstd") as writer:
                 for f in files:
                     source = pq.ParquetFile(f)
                     for i in range(source.num_row_groups):
-                        writer.write_table(source.read_row_group(i).cast(schema()))
+                        writer.write_table(source.read_row_group(i).cast(merged))
 
         path = self.month_dir(month) / f"part-{time.time_ns()}-{uuid.uuid4().hex[:8]}.parquet"
         plan = {"month": month, "merged": path.name, "parts": [f.name for f in files]}
@@ -449,11 +450,25 @@ class StoreFiles:
                     removed += 1
         return removed
 
+    @contextlib.contextmanager
+    def open_part(self, path: Path) -> Iterator[pa.NativeFile]:
+        """The part file ``path`` held open for the block (read from one version of it)."""
+        import pyarrow as pa
+
+        handle = pa.OSFile(str(path))
+        try:
+            yield handle
+        finally:
+            handle.close()
+
     def write_table(self, path: Path, table: pa.Table) -> None:
-        """``table`` to ``path`` (newest first), whole or not at all (``toolkit._atomic``)."""
+        """``table`` to ``path`` (newest first), whole or not at all (``toolkit._atomic``),
+        with a new generation in its metadata (so each version's footer differs: the
+        typed tables name the version they were derived from)."""
         import pyarrow.parquet as pq
 
         table = table.sort_by([("createdAt", "descending"), ("id", "ascending")])
+        table = table.replace_schema_metadata(_generation())
         atomic_write(
             path,
             lambda tmp: pq.write_table(table, tmp, compression="zstd", row_group_size=16_384),
@@ -498,6 +513,10 @@ class StoreFiles:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _generation() -> dict[bytes, bytes]:
+    return {b"toolkit.store.generation": uuid.uuid4().hex.encode()}
 
 
 def _plan_fields(plan: object) -> tuple[str | None, str, list[str]]:

@@ -45,9 +45,16 @@ class OrderStore:
     ``symbol``, ``status``, ``createdAt``, ``updatedAt``, ``_source`` (``listing``,
     ``recording``, ``ids`` or ``live``, a :meth:`follow` journal: where the store first
     found it), ``_synced_at`` and
-    ``body`` (the fetchOrder JSON). DuckDB (``read_parquet('ROOT/*/*.parquet',
-    hive_partitioning=true)``) and Polars (``pl.scan_parquet('ROOT/**/*.parquet',
+    ``body`` (the fetchOrder JSON). DuckDB (``read_parquet('ROOT/month=*/*.parquet',
+    hive_partitioning=true)``) and Polars (``pl.scan_parquet('ROOT/month=*/*.parquet',
     hive_partitioning=True)``) read it as is.
+
+    Beside the bodies, each sync keeps the five frame tables typed, derived from the
+    orders it wrote: ``ROOT/_tables/<table>/month=YYYY-MM/part-*.parquet`` (``orders``,
+    ``trades``, ``fees``, ``evaluated_tickers``, ``fills``; the frames' columns, decimals
+    as float64, times as ``timestamp[us, UTC]``), one file per part file of the bodies,
+    so an engine reads typed columns without parsing JSON
+    (``read_parquet('ROOT/_tables/fills/*/*.parquet')``) and :meth:`frames` reads them.
 
     ``profile`` (default: the profile of the last sync, saved in ``ROOT/_profile.toml``
     whether it was given here or was the client's; else the default, with a coverage
@@ -307,23 +314,38 @@ class OrderStore:
         symbols: str | Iterable[str] | None = None,
         types: str | Iterable[str] | None = None,
         *,
+        on: str = "createdAt",
+        columns: Iterable[str] | None = None,
         exact: bool = False,
     ) -> OrderFrames:
         """The stored orders as :class:`~toolkit.frames.OrderFrames` built with the store's
         profile: ``since`` (inclusive) / ``until`` (exclusive) on ``createdAt`` (only the
-        months they span are read), ``symbols`` pairs, ``types`` order types (``market``,
-        ``limit``, case-insensitive). ``frames.orders["_source"]`` says where each order
-        came from; ``frames.attrs["coverage"]`` what the set covers and its warnings (for
-        instance that market orders are known only from recordings).
+        months they span are read) or ``updatedAt`` (``on``), ``symbols`` pairs, ``types``
+        order types (``market``, ``limit``, case-insensitive), ``columns`` only.
+        ``frames.orders["_source"]`` says where each order came from;
+        ``frames.attrs["coverage"]`` what the set covers and its warnings (for instance
+        that market orders are known only from recordings).
+
+        The rows come from the store's typed tables (``ROOT/_tables``, written by each
+        sync), never from the bodies: the window is chosen on the part files' narrow
+        columns and only its rows (and ``columns``) are read. A part file without tables
+        matching it (a store an older toolkit wrote and no sync has run since, another
+        profile), and every part with ``exact=True``, has its bodies of the window parsed
+        instead, one part file at a time: the same frames, slower.
 
         Parameters
         ----------
         since, until : str, date, datetime, int or float, optional
-            Creation-time bounds (ISO text, datetime or Unix seconds/milliseconds).
+            Time bounds (ISO text, datetime or Unix seconds/milliseconds).
         symbols, types : str or iterable of str, optional
             Pairs (``BTC/BRL``) and order types (``market``, ``limit``) to keep.
+        on : {"createdAt", "updatedAt"}
+            The time ``since`` and ``until`` bound.
+        columns : iterable of str, optional
+            The columns to keep in each frame (besides its key, ``id`` or ``orderId``, and
+            ``orders["_source"]``); a name no frame has is refused.
         exact : bool
-            Exact decimals (``decimal128``) instead of float64.
+            Exact decimals (``decimal128``) instead of float64 (parsed from the bodies).
 
         Returns
         -------
@@ -333,22 +355,28 @@ class OrderStore:
         Raises
         ------
         InvalidRequest
-            A bad bound, pair or type (a type neither ``market``, ``limit`` nor held by
-            the store), or a part file that is not the store's (naming it).
+            A bad bound, pair, type, ``on`` or column (a type neither ``market``, ``limit``
+            nor held by the store), or a part file that is not the store's (naming it).
         """
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        from toolkit.frames import build_frames
+        from toolkit.store._read import read_frames
 
         since_ms = parse_time_bound(since, "since")
         until_ms = parse_time_bound(until, "until")
         if since_ms is not None and until_ms is not None and since_ms >= until_ms:
             raise InvalidRequest("since must be earlier than until")
+        if on not in ("createdAt", "updatedAt"):
+            raise InvalidRequest(f"on= takes 'createdAt' or 'updatedAt', not {on!r}")
         wanted_symbols = _symbols(_strings(symbols, "symbols", "pairs such as 'BTC/BRL'"))
         wanted_types = self._types(types)
+        wanted_columns = _strings(columns, "columns", "column names such as 'fee.cost'")
+        if wanted_columns is not None and not all(isinstance(c, str) and c for c in wanted_columns):
+            raise InvalidRequest("columns= takes column names such as 'fee.cost'")
+        check_flag(exact, "exact")
         months = None
-        if since_ms is not None or until_ms is not None:
+        if on == "createdAt" and (since_ms is not None or until_ms is not None):
             present = self._files.months()
             low = month_of(since_ms) if since_ms is not None else ""
             high = month_of(until_ms) if until_ms is not None else "9999-99"
@@ -356,28 +384,29 @@ class OrderStore:
         expr: Any = None
         ts = pa.timestamp("ms", tz="UTC")
         for part in (
-            None if since_ms is None else ds.field("createdAt") >= pa.scalar(since_ms, ts),
-            None if until_ms is None else ds.field("createdAt") < pa.scalar(until_ms, ts),
+            None if since_ms is None else ds.field(on) >= pa.scalar(since_ms, ts),
+            None if until_ms is None else ds.field(on) < pa.scalar(until_ms, ts),
             None if wanted_symbols is None else ds.field("symbol").isin(sorted(wanted_symbols)),
             None if wanted_types is None else ds.field("type").isin(sorted(wanted_types)),
         ):
             if part is not None:
                 expr = part if expr is None else expr & part
-        table = self._files.read(["id", "_source", "body"], months=months, filter=expr)
         coverage = self.coverage()
-        frames = build_frames(table.column("body").to_pylist(), exact=exact, profile=self.profile)
-        sources = dict(
-            zip(table.column("id").to_pylist(), table.column("_source").to_pylist(), strict=True)
+        frames = read_frames(
+            self._files,
+            self.profile,
+            months=months,
+            filter=expr,
+            columns=None if wanted_columns is None else frozenset(wanted_columns),
+            exact=exact,
         )
-        orders = frames.orders
-        position = list(orders.columns).index("id") + 1 if "id" in orders else len(orders.columns)
-        orders.insert(position, "_source", orders["id"].map(sources) if len(orders) else [])
         frames.attrs.update(
             {
                 "source": str(self.root),
                 "loaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "since_ms": since_ms,
                 "until_ms": until_ms,
+                "on": on,
                 "symbols": sorted(wanted_symbols) if wanted_symbols else None,
                 "types": sorted(wanted_types) if wanted_types else None,
                 "coverage": coverage,
@@ -385,6 +414,32 @@ class OrderStore:
         )
         frames.missing.extend(coverage["missing"])
         return frames
+
+    def table_files(self) -> dict[str, list[Path]]:
+        """The typed table files (``ROOT/_tables``) of every order now in the store, per
+        table (``orders``, ``trades``, ``fees``, ``evaluated_tickers``, ``fills``), for an
+        engine: ``duckdb.read_parquet([str(p) for p in store.table_files()["fills"]])``.
+        Those a part file has none of, or none matching it (an older store, a sync killed
+        between the two), are derived first; an interrupted merge is finished first.
+        Takes the writer's lock for that (StoreLocked while a sync runs); a sync that runs
+        after it may replace the files (each whole).
+
+        Returns
+        -------
+        dict of str to list of Path
+            Table name -> its files, one per part file of the bodies.
+
+        Raises
+        ------
+        StoreLocked
+            A sync holds the store.
+        InvalidRequest
+            A part file whose bodies make no tables, or that is not the store's.
+        """
+        from toolkit.store._tables import Tables
+
+        with self._files.lock():
+            return Tables(self._files, self.profile).current()
 
     def coverage(self) -> dict[str, Any]:
         """What the store covers: orders by ``_source`` and by type, the last sync, the
@@ -403,13 +458,17 @@ class OrderStore:
         by_source: dict[str, int] = dict.fromkeys(SOURCES, 0)
         by_type: dict[str, int] = {}
         market_by_source: dict[str, int] = {}
-        for kind, source in zip(
-            table.column("type").to_pylist(), table.column("_source").to_pylist(), strict=True
+        # counted by Arrow, not row by row in Python (a million orders: seconds)
+        counts = table.group_by(["type", "_source"], use_threads=False).aggregate(
+            [([], "count_all")]
+        )
+        for kind, source, n in zip(
+            *(counts.column(c).to_pylist() for c in ("type", "_source", "count_all")), strict=True
         ):
-            by_source[source] = by_source.get(source, 0) + 1
-            by_type[kind or "?"] = by_type.get(kind or "?", 0) + 1
+            by_source[source] = by_source.get(source, 0) + n
+            by_type[kind or "?"] = by_type.get(kind or "?", 0) + n
             if kind != "limit":
-                market_by_source[source] = market_by_source.get(source, 0) + 1
+                market_by_source[source] = market_by_source.get(source, 0) + n
         state = self._files.read_state()
         since = state.get("recordings_since_ms")
         since_text = (

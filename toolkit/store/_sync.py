@@ -32,6 +32,7 @@ from toolkit.store._files import (
 )
 from toolkit.store._follow import read_journals
 from toolkit.store._recorded import Recorded, recorded_bodies, recorded_ids
+from toolkit.store._tables import Tables, part_token
 from toolkit.store._writer import Writer, keep
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -176,6 +177,16 @@ async def merged(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def compact(files: StoreFiles, tables: Tables, month: str) -> None:
+    """Merge the part files of ``month`` when there are too many (``StoreFiles.compact``),
+    and their typed tables with them."""
+    before = [(path, part_token(path)) for path in files.month_files([month])]
+    if files.compact(month, MAX_FILES_PER_MONTH):
+        merged = files.month_files([month])
+        if len(merged) == 1:
+            tables.merge(merged[0], before)
 
 
 def _created_or_none(reader: ListItems, item: Mapping[str, Any]) -> int | None:
@@ -437,7 +448,10 @@ async def run_sync(
             raise
     await writer.flush()
     for month in sorted(writer.months):
-        await asyncio.to_thread(files.compact, month, MAX_FILES_PER_MONTH)
+        await asyncio.to_thread(compact, files, writer.tables, month)
+    # the typed tables of parts that have none yet (an older store, a killed sync)
+    await asyncio.to_thread(writer.tables.sweep)
+    await asyncio.to_thread(writer.tables.backfill)
 
     result.pages = paginator.pages + live_paginator.pages
     result.listing_stopped_early = stop.stopped

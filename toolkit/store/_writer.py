@@ -13,6 +13,7 @@ from toolkit.client._items import ListItems
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.store._checks import moment, read_body, status_field, text_field
 from toolkit.store._files import Entry, StoreFiles, month_of, schema
+from toolkit.store._tables import Tables, part_token
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -29,6 +30,7 @@ class Writer:
         self, files: StoreFiles, profile: ServiceProfile, chunk: int, index: Mapping[str, Entry]
     ) -> None:
         self.files = files
+        self.tables = Tables(files, profile)
         self.index = index
         self.chunk = chunk
         self.reader = ListItems(
@@ -84,11 +86,15 @@ class Writer:
             for r in rows:
                 if r["id"] in self.index:
                     changed.setdefault(self.index[r["id"]].file, []).append(r)
+            # each part file, then its typed tables (derived from the orders written only)
             if new:
-                self.files.add_part(month, _table(new))
+                part = self.files.add_part(month, _table(new))
+                self.tables.refresh(part)
                 self.files_written += 1
             for path, part_rows in sorted(changed.items()):
+                before = part_token(path)
                 self.files.replace_in_part(Path(path), _table(part_rows))
+                self.tables.refresh(Path(path), before, [r["id"] for r in part_rows])
                 self.files_written += 1
             self.months.add(month)
 
