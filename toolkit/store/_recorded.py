@@ -67,7 +67,12 @@ def recorded_ids(roots: Iterable[str | Path]) -> tuple[dict[str, None], int | No
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(root.glob("channel=watchorders/date=*/part-*.parquet"))
+    """The recording's watchorders files, as its own readers list them: the files a
+    compacted file replaces (a compaction renamed into place, not yet done deleting, or
+    killed in between) are left out, so no notification is read twice."""
+    from toolkit.recording._layout import list_files
+
+    return [Path(p) for p in list_files(root, ["watchorders"])]
 
 
 def recorded_bodies(
