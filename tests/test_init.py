@@ -23,6 +23,8 @@ def test_public_names_are_the_documented_ones() -> None:
         "Recorder",
         "read_recording",
         "replay",
+        "scan_recording",
+        "compact_recording",
         "TickerView",
         "OrderStatusView",
         "execution_report",

@@ -33,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "Recorder": "toolkit.recording",
     "read_recording": "toolkit.recording",
     "replay": "toolkit.recording",
+    "scan_recording": "toolkit.recording",
+    "compact_recording": "toolkit.recording",
     "TickerView": "toolkit.widgets",
     "OrderStatusView": "toolkit.widgets",
     "execution_report": "toolkit.report",
@@ -93,10 +95,12 @@ __all__ = [
     "WriteError",
     "__version__",
     "build_frames",
+    "compact_recording",
     "diagnose",
     "execution_report",
     "read_recording",
     "replay",
+    "scan_recording",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,7 +125,13 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from toolkit.frames import OrderFrames, build_frames
     from toolkit.profile import ServiceProfile
-    from toolkit.recording import Recorder, read_recording, replay
+    from toolkit.recording import (
+        Recorder,
+        compact_recording,
+        read_recording,
+        replay,
+        scan_recording,
+    )
     from toolkit.report import ExecutionReport, execution_report
     from toolkit.sim import Simulator
     from toolkit.store import OrderStore
