@@ -35,3 +35,16 @@ def test_watchtickers_columns_are_as_documented() -> None:
     assert messages > 0 and symbols == bids == asks == lasts == 0 and times == messages
     pairs = read_recording(SAMPLE, channel="watchtickers")
     assert len(pairs) > messages and pairs[["symbol", "bid", "ask", "last"]].notna().all().all()
+
+
+def test_the_sample_is_compacted_with_microsecond_times_every_engine_reads() -> None:
+    """One file per channel and day, times as Parquet TIMESTAMP(MICROS, UTC): Spark
+    refuses nanoseconds (PARQUET_TYPE_ILLEGAL), as the sample once was."""
+    import pyarrow as pa
+
+    files = sorted(SAMPLE.glob("channel=*/date=*/*.parquet"))
+    assert len(files) == len({p.parent for p in files})
+    for path in files:
+        for field in pq.read_schema(path):
+            if pa.types.is_timestamp(field.type):
+                assert (field.type.unit, field.type.tz) == ("us", "UTC"), (path, field)
