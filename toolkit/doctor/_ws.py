@@ -245,24 +245,38 @@ def _texts(pr: Probe, texts: dict[tuple[str, bool], str], plain: str) -> None:
 def _payloads(pr: Probe, first: dict[str, Any], subscribed: list[str]) -> None:
     f, pl = pr.findings, pr.assumed.payloads
     missing = "no payload within the wait (nothing happened on the channel)"
+    tickers = first.get("watchtickers")
+    listed: str | None = None
+    if tickers is not None:
+        assumed = pl.tickers_list
+        good = sh.list_at(tickers, assumed) if assumed or isinstance(tickers, list) else []
+        listed = assumed if good else sh.find_items(tickers)
+        f.set(
+            "payloads.tickers_list",
+            listed,
+            note=""
+            if listed is not None
+            else f"a payload arrived (fields: {_fields(tickers)[:300]}) but holds no list of "
+            "objects nor an object keyed by symbol",
+        )
+    else:
+        f.unknown("payloads.tickers_list", missing)
+    keyed = sh.keyed_items(tickers, listed) if listed and listed.endswith("*") else []
     ticker = first.get("watchticker")
+    if not isinstance(ticker, dict) and keyed:
+        ticker = dict(keyed[0][1])  # a keyed watchTickers item shows a ticker's fields
     names = ("symbol", "bid", "ask", "last", "time")
     if isinstance(ticker, dict):
         mapped = _prefer(
             ticker, sh.map_ticker(ticker), {n: getattr(pl, f"ticker_{n}") for n in names}
         )
+        if keyed:  # keyed by symbol: the field holding the key, else the key itself
+            mapped["symbol"] = sh.key_field(keyed, mapped.get("symbol"))
         for n in names:
             f.set(f"payloads.ticker_{n}", mapped.get(n), note=f"fields: {_fields(ticker)}")
     else:
         for n in names:
             f.unknown(f"payloads.ticker_{n}", missing)
-    tickers = first.get("watchtickers")
-    if tickers is not None:
-        assumed = pl.tickers_list
-        good = sh.list_at(tickers, assumed) if assumed or isinstance(tickers, list) else []
-        f.set("payloads.tickers_list", assumed if good else sh.find_list(tickers))
-    else:
-        f.unknown("payloads.tickers_list", missing)
     balance = first.get("watchbalance")
     bnames = ("list", "asset", "free", "locked", "total", "time")
     if isinstance(balance, dict | list):
