@@ -74,3 +74,15 @@ def test_served_and_client_profiles_apart() -> None:
         client.close()
     with pytest.raises(TypeError, match="served must be a ServiceProfile"):
         Simulator(served="alt")  # type: ignore[arg-type]
+
+
+def test_a_sign_in_without_its_fields_is_refused_with_validation_status() -> None:
+    # a gateway that answers 422 to bad input does so at the sign-in too, so that a
+    # service whose wrong secret is a 400 (profiles/stranger.toml) still tells them apart
+    with Simulator(engine=False, history_orders=0, validation_status=422) as sim:
+        missing = httpx.post(f"{sim.base_url}/auth/signin", json={"key": "demo"})
+        assert missing.status_code == 422, missing.text
+        broken = httpx.post(f"{sim.base_url}/auth/signin", content=b"{not json")
+        assert broken.status_code == 422
+        wrong = httpx.post(f"{sim.base_url}/auth/signin", json={"apiKey": "demo", "apiSecret": "x"})
+        assert wrong.status_code == 401
