@@ -45,7 +45,7 @@ def test_load_to_parquet(
 
 
 def test_load_ids_file_to_csv(env: Simulator, tmp_path: Path) -> None:
-    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:10]
+    ids = env.control.order_ids(type="market")[:10]
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("# market orders\n" + "\n".join(ids) + "\n\n")
     out = tmp_path / "out"
@@ -118,7 +118,7 @@ def test_load_ids_from_a_recording(env: Simulator, tmp_path: Path) -> None:
     from toolkit.recording._rows import row_from_message
     from toolkit.recording._writer import RecordingWriter
 
-    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:5]
+    ids = env.control.order_ids(type="market")[:5]
     root = tmp_path / "rec"
     writer = RecordingWriter(root)
     writer.open()
