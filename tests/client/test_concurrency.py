@@ -179,6 +179,9 @@ def test_loader_adapts_to_a_rate_limit_and_loses_nothing(limited: Simulator) -> 
 
 
 def test_store_sync_adapts_to_a_rate_limit(limited: Simulator, tmp_path: Path) -> None:
+    # bursts of 10: the limiter's slow start (4, 8, 16, 32 in flight) passes them within a
+    # few round trips however slow the machine; at 40 a second a busy one stayed under it
+    limited.control.set_knobs(rate_limit_per_s=10)
     ids = limited.control.order_ids(type="market")
     with limited.client(concurrency=32) as client:
         result = OrderStore(tmp_path).sync(client, ids=ids)

@@ -67,3 +67,25 @@ def test_to_epoch_ms_refuses_non_numbers() -> None:
         to_epoch_ms({"a": 1})
     with pytest.raises(InvalidResponse):
         to_epoch_ms("yesterday")
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("2026-11-27T09:23:40.637Z", 1_795_771_420_637),
+        ("2026-11-27T10:23:40.637+01:00", 1_795_771_420_637),
+        ("2026-11-27T09:23:40.637", 1_795_771_420_637),  # no offset: UTC
+        ("2026-11-27 09:23:40", 1_795_771_420_000),
+        ("1970-01-01T00:00:00Z", 0),
+    ],
+)
+def test_iso_8601_text_is_read_as_the_instant_it_names(text: str, ms: int) -> None:
+    """A payload time the spec does not show may be ISO-8601 text beside Unix numbers."""
+    assert to_epoch_ms(text) == ms
+    assert to_epoch_ms(text, "s") == ms  # the unit is for numbers only
+
+
+@pytest.mark.parametrize("text", ["soon", "27/11/2026", "2026-13-01T00:00:00Z", "T09:23"])
+def test_text_that_is_neither_a_number_nor_iso_is_an_error(text: str) -> None:
+    with pytest.raises(InvalidResponse, match="neither a Unix time nor ISO-8601"):
+        to_epoch_ms(text)

@@ -23,7 +23,8 @@ ENV_HELP = (
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--env-file``, ``--env``, ``--base-url``, ``--ws-url``, ``--api-key``, ``--profile``."""
+    """``--env-file``, ``--env``, ``--base-url``, ``--ws-url``, ``--api-key``, ``--profile``,
+    ``--give-up-after``."""
     group = parser.add_argument_group("connection")
     group.add_argument(
         "--env-file",
@@ -39,6 +40,14 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="service profile TOML (TOOLKIT_PROFILE; default: the built-in default profile)",
+    )
+    group.add_argument(
+        "--give-up-after",
+        type=seconds_arg,
+        metavar="SECONDS",
+        dest="give_up_after",
+        help="stop with one error once every request has failed on the network for this "
+        "long (the client's breaker_after_s; default: twice the request timeout; 0: never)",
     )
 
 
@@ -189,4 +198,6 @@ def client_from_args(
             options[name] = value
     if getattr(args, "profile", None) is not None:
         options["profile"] = load_profile(args.profile)
+    if getattr(args, "give_up_after", None) is not None:
+        options["breaker_after_s"] = args.give_up_after
     return Client.from_env(env, **options)

@@ -443,6 +443,7 @@ def _check(p: ServiceProfile) -> None:
         if dotted.endswith("path") and isinstance(value, str):
             _check_path(dotted, value)
     _check_cancel_path(p.rest.cancel_path)
+    _check_each(p)
     for dotted in ("stream.subscribed_text", "stream.unsubscribed_text"):
         if "{channel}" not in p.get(dotted) or "{symbol}" not in p.get(dotted):
             raise SettingError(f"profile {dotted} must contain {{channel}} and {{symbol}}", dotted)
@@ -469,6 +470,31 @@ def _check(p: ServiceProfile) -> None:
     ):
         if not p.get(dotted):
             raise SettingError(f"profile {dotted} must not be empty", dotted)
+
+
+#: the payload settings ``*`` may end (a list keyed by symbol or asset) or be (the key)
+_EACH_LISTS = ("payloads.tickers_list", "payloads.balance_list")
+_EACH_KEYS = ("payloads.ticker_symbol", "payloads.balance_asset")
+
+
+def _check_each(p: ServiceProfile) -> None:
+    """``*`` (each value of a keyed object; the key) only where it means something."""
+    for dotted, value in p.settings():
+        if not dotted.startswith("payloads.") or not isinstance(value, str):
+            continue
+        steps = value.split(".")
+        if "*" not in steps:
+            continue
+        if dotted in _EACH_KEYS and value == "*":
+            continue
+        if dotted in _EACH_LISTS and steps.index("*") == len(steps) - 1:
+            continue
+        raise SettingError(
+            f"profile {dotted}: '*' may only end payloads.tickers_list or "
+            "payloads.balance_list (an object keyed by pair or asset, e.g. 'wallet.*') or be "
+            f"the whole of payloads.ticker_symbol or payloads.balance_asset, not {value!r}",
+            dotted,
+        )
 
 
 def _check_path(dotted: str, path: str) -> None:

@@ -289,8 +289,11 @@ class Stream:
 @dataclass(frozen=True)
 class Payloads:
     """Where the fields of the watchTicker, watchTickers and watchBalance payloads are
-    (spec 6: not shown). Dotted paths reach nested fields; an empty list path means the
-    payload itself is the list.
+    (spec 6: not shown). Dotted paths reach nested fields (``errors[0].detail`` list
+    elements); an empty list path means the payload itself is the list; a list path ending
+    in ``*`` (``wallet.*``, or ``*`` alone) names an object keyed by pair or asset, and
+    ``*`` as ``ticker_symbol``/``balance_asset`` is that key. Times may be Unix numbers or
+    ISO-8601 text.
 
     Parameters
     ----------
@@ -305,11 +308,13 @@ class Payloads:
     ticker_time : str, default "timestamp"
         Time of a ticker (Unix, ``orders.timestamp_unit``).
     tickers_list : str, default "tickers"
-        The list of tickers in a watchTickers payload (empty: the payload is the list).
+        The list of tickers in a watchTickers payload (empty: the payload is the list;
+        ``data.*``: the values of an object keyed by pair).
     balance_list : str, default "balances"
-        The list of balances in a watchBalance payload (empty: the payload is the list).
+        The list of balances in a watchBalance payload (empty: the payload is the list;
+        ``wallet.*``: the values of an object keyed by asset).
     balance_asset : str, default "asset"
-        Asset of one balance.
+        Asset of one balance (``*``: the key it is under).
     balance_free : str, default "free"
         Amount free to trade.
     balance_locked : str, default "locked"

@@ -25,7 +25,7 @@ from toolkit.protocol._statuses import (
     canonical_status,
     is_terminal,
 )
-from toolkit.protocol._time import to_epoch_ms
+from toolkit.protocol._time import iso_to_epoch_ms, to_epoch_ms
 from toolkit.protocol._validation import (
     MAX_ORDER_ID_LENGTH,
     order_id_path_segment,
@@ -55,6 +55,7 @@ __all__ = [
     "canonical_order_id",
     "canonical_status",
     "is_terminal",
+    "iso_to_epoch_ms",
     "kind_of",
     "loads_bounded",
     "order_id_path_segment",

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolkit.profile import ServiceProfile, get_path, has_path
+from toolkit.profile import ServiceProfile, get_items, get_path, has_path
 from toolkit.recording._wal import Row
 
 _log = logging.getLogger("toolkit.recording")
@@ -65,11 +65,11 @@ def count_payload_misses(
             if not has_path(message, path):
                 _add(misses, setting)
     elif channel == "watchtickers":
-        items = get_path(message, p.tickers_list)
+        items = get_items(message, p.tickers_list)
         if not isinstance(items, list):
             _add(misses, "payloads.tickers_list")
             return
-        pairs = [t for t in items if isinstance(t, Mapping)]
+        pairs = [t for _, t in items if isinstance(t, Mapping)]
         if pairs and not any(has_path(t, p.ticker_time) for t in pairs):
             _add(misses, "payloads.ticker_time")
     elif channel == "watchbalance":

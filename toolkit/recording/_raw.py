@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.profile import DEFAULT_PROFILE, Payloads, ServiceProfile
+from toolkit.profile import DEFAULT_PROFILE, EACH, Payloads, ServiceProfile, keyed_container
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
 from toolkit.recording._files import Parts, bucket_rows
 from toolkit.recording._misses import Misses, count_text_misses
@@ -229,6 +229,8 @@ def _json_schema(p: Payloads) -> pa.Schema | None:
         node[name] = leaf
         return True
 
+    if keyed_container(p.tickers_list) is not None or EACH in (p.ticker_symbol, p.ticker_time):
+        return None  # pairs keyed by symbol: the Python path reads them
     for path, kind in wanted:
         if not path or not put(tree, path, kind):
             return None

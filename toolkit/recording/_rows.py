@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path
+from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_items, get_path
+from toolkit.protocol import iso_to_epoch_ms
 from toolkit.recording._misses import Misses, count_payload_misses, may_miss
 from toolkit.recording._wal import Row
 from toolkit.stream._decode import LazyMessage
@@ -174,13 +175,14 @@ def data_channel(name: Any) -> str:
 def _ms(value: Any, unit: str = "auto") -> int | None:
     """Unix milliseconds of a timestamp field (``unit`` as the profile's
     ``orders.timestamp_unit``; ``auto``: seconds detected by magnitude); null when absent,
-    zero or not a time (a row never shows 1970)."""
+    zero or not a time (a row never shows 1970). ISO-8601 text is read as the instant
+    it names."""
     if value is None or value == "" or isinstance(value, bool):
         return None
     try:
         number = float(value)
     except (TypeError, ValueError):
-        return None
+        return iso_to_epoch_ms(value) or None if isinstance(value, str) else None
     if number != number or abs(number) > 1e16 or number == 0:  # NaN or absurd
         return None
     if unit == "s" or (unit == "auto" and abs(number) < 1e11):
@@ -239,10 +241,10 @@ def row_from_message(
         last = _num(get_path(message, p.ticker_last))
         updated = _ms(get_path(message, p.ticker_time), unit)
     elif channel == "watchtickers":
-        tickers = get_path(message, p.tickers_list)
+        tickers = get_items(message, p.tickers_list)
         if isinstance(tickers, list):
             stamps = [
-                _ms(get_path(t, p.ticker_time), unit) for t in tickers if isinstance(t, Mapping)
+                _ms(get_path(t, p.ticker_time), unit) for _, t in tickers if isinstance(t, Mapping)
             ]
             known = [s for s in stamps if s is not None]
             updated = max(known) if known else None

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolkit.profile import ServiceProfile, get_path
+from toolkit.profile import ServiceProfile, get_items, get_path, item_field
 from toolkit.recording._misses import Misses, miss_text
 from toolkit.recording._rows import _ms, _num, _str, row_from_text
 
@@ -39,18 +39,18 @@ def _pairs(text: Any, profile: ServiceProfile) -> list[tuple[Any, ...]]:
         message = json.loads(text).get("message")
     except (TypeError, ValueError, AttributeError):
         return []
-    items = get_path(message, p.tickers_list)
+    items = get_items(message, p.tickers_list)
     if not isinstance(items, list):
         return []
     return [
         (
-            _str(get_path(t, p.ticker_symbol)),
+            _str(item_field(t, key, p.ticker_symbol)),
             _num(get_path(t, p.ticker_bid)),
             _num(get_path(t, p.ticker_ask)),
             _num(get_path(t, p.ticker_last)),
             _ms(get_path(t, p.ticker_time), unit),
         )
-        for t in items
+        for key, t in items
         if isinstance(t, Mapping)
     ]
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from toolkit.errors import InvalidResponse
-from toolkit.profile import DEFAULT_PROFILE, ID_CANDIDATES, ServiceProfile
+from toolkit.profile import DEFAULT_PROFILE, EACH, ID_CANDIDATES, ServiceProfile, keyed_container
 from toolkit.protocol import order_id_problem, to_epoch_ms
 from toolkit.stream._ids import id_value, order_id_of, with_id
 
@@ -196,6 +196,18 @@ def _compile(path: str) -> Path:
     return tuple(path.split(".")) if "." in path else path
 
 
+#: a list setting compiled: (as written, compiled path of the list or of the keyed
+#: object, whether the items are the values of an object keyed by symbol or asset)
+ListPath = tuple[str, Path, bool]
+
+
+def _compile_list(path: str) -> ListPath:
+    container = keyed_container(path)
+    if container is None:
+        return (path, _compile(path), False)
+    return (path, _compile(container), True)
+
+
 def _get(payload: Any, path: Path) -> Any:
     """The value at a compiled path, or ``_MISSING``."""
     if path is None:
@@ -279,9 +291,10 @@ class _Mapping:
         self.ticker_time = (p.ticker_time, _compile(p.ticker_time))
         #: the four keys when every ticker field is a plain key of the payload (fast path)
         keys = [c for _, c, _ in self.ticker]
-        self.flat_ticker = tuple(keys) if all(k.__class__ is str for k in keys) else None
-        self.tickers_list = (p.tickers_list, _compile(p.tickers_list))
-        self.balance_list = (p.balance_list, _compile(p.balance_list))
+        flat = all(k.__class__ is str for k in keys) and p.ticker_symbol != EACH
+        self.flat_ticker = tuple(keys) if flat else None
+        self.tickers_list = _compile_list(p.tickers_list)
+        self.balance_list = _compile_list(p.balance_list)
         self.balance = tuple(
             (canonical, path, _compile(path), f"payloads.balance_{canonical}")
             for canonical, path in (
@@ -330,6 +343,7 @@ def _ticker(
     seq: int,
     raw: dict[str, Any] | None,
     what: str,
+    key: str | None = None,
 ) -> TickerEvent:
     flat = m.flat_ticker
     if flat is not None and message.__class__ is dict:
@@ -362,7 +376,9 @@ def _ticker(
             )
     # the general way: nested paths, and a field missing named by its setting
     (sym_path, sym_compiled, sym_setting), *prices = m.ticker
-    symbol = _get(message, sym_compiled)
+    symbol = key if sym_path == EACH else _get(message, sym_compiled)
+    if symbol is _MISSING and key is not None:
+        symbol = key  # an element keyed by its pair, without the field
     if symbol is _MISSING or symbol is None or symbol == "":
         raise _mismatch(what, message, sym_path, sym_setting, channel)
     values = []
@@ -472,22 +488,28 @@ def order_event(
     )
 
 
-def _list(message: Any, path: tuple[str, Path], setting: str, channel: str) -> list[Any]:
+def _list(message: Any, path: ListPath, setting: str, channel: str) -> list[tuple[str | None, Any]]:
+    """The items of a list setting, each with the key it was under (None in a list)."""
     items = _get(message, path[1])
-    if not isinstance(items, list):
-        if items is None:
-            return []  # the service said "no items"
-        raise _mismatch(f"{channel} payload", message, path[0] or "(itself)", setting, channel)
-    return items
+    if isinstance(items, list):
+        return [(None, item) for item in items]
+    if path[2] and isinstance(items, Mapping):
+        return [(str(key), item) for key, item in items.items()]
+    if items is None:
+        return []  # the service said "no items"
+    raise _mismatch(f"{channel} payload", message, path[0] or "(itself)", setting, channel)
 
 
-def _objects(items: list[Any], what: str, setting: str, channel: str) -> list[Any]:
+def _objects(
+    items: list[tuple[str | None, Any]], what: str, setting: str, channel: str
+) -> list[tuple[str | None, Any]]:
     """``items`` when each is an object; else PayloadMismatch naming the first that is not
     (one bad element spoils the message, as one missing a field does)."""
-    for i, item in enumerate(items):
+    for i, (key, item) in enumerate(items):
         if not isinstance(item, Mapping):
+            where = f"{i}" if key is None else f"{key!r}"
             raise PayloadMismatch(
-                f"{channel} {what} {i} is {_kind(item)}, not an object (profile {setting})",
+                f"{channel} {what} {where} is {_kind(item)}, not an object (profile {setting})",
                 channel=channel,
                 setting=setting,
             )
@@ -497,10 +519,12 @@ def _objects(items: list[Any], what: str, setting: str, channel: str) -> list[An
 def _balances(message: Any, m: _Mapping, channel: str) -> tuple[dict[str, Any], ...]:
     out = []
     items = _list(message, m.balance_list, "payloads.balance_list", channel)
-    for item in _objects(items, "balance", "payloads.balance_list", channel):
+    for key, item in _objects(items, "balance", "payloads.balance_list", channel):
         balance = dict(item)
         for canonical, path, compiled, setting in m.balance:
-            value = _get(item, compiled)
+            value = (_MISSING if key is None else key) if path == EACH else _get(item, compiled)
+            if value is _MISSING and key is not None and canonical == "asset":
+                value = key  # a balance keyed by its asset, without the field
             if value is _MISSING:
                 raise _mismatch(f"{channel} balance", item, path, setting, channel)
             balance[canonical] = value
@@ -572,8 +596,8 @@ def event_from_message(
             what = "watchtickers element"
             items = _list(message, m.tickers_list, "payloads.tickers_list", channel)
             tickers = tuple(
-                _ticker(t, m, channel, received_at_ns, connection_id, seq, None, what)
-                for t in _objects(items, "element", "payloads.tickers_list", channel)
+                _ticker(t, m, channel, received_at_ns, connection_id, seq, None, what, key)
+                for key, t in _objects(items, "element", "payloads.tickers_list", channel)
             )
             return TickersEvent(**common, tickers=tickers)
         if channel == "watchbalance":
