@@ -3,9 +3,14 @@ a service the client has never seen, and nothing but ``toolkit doctor`` to learn
 
 1. ``toolkit sim`` serves ``profiles/<PROFILE>.toml`` (its ``[simulator]`` table
    included) on a free loopback port; the stage waits for its ready line, not a delay.
-2. ``toolkit doctor --write-profile out/<PROFILE>-doctor.toml`` runs from the default
-   profile with only the four connection variables (TOOLKIT_BASE_URL, TOOLKIT_WS_URL,
-   TOOLKIT_API_KEY, TOOLKIT_API_SECRET); its table goes to out/<PROFILE>-doctor.txt.
+2. ``toolkit doctor --probe-cancel --write-profile out/<PROFILE>-doctor.toml`` runs from
+   the default profile with only the four connection variables (TOOLKIT_BASE_URL,
+   TOOLKIT_WS_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET); its table goes to
+   out/<PROFILE>-doctor.txt. ``--probe-cancel`` is the doctor's one opt-in probe that
+   sends cancels, of order ids that do not exist (nothing in the account changes): the
+   batch cancel's route, id field and largest batch are shown by nothing else. Without
+   TOOLKIT_PROFILE_ID it leaves the cancel's ``profileId`` placement to the client, which
+   learns it from its first cancel.
 3. The simulator stops; ``pytest -m network`` runs every network test with the written
    profile on the client side (TOOLKIT_TEST_CLIENT_PROFILE) and ``profiles/<PROFILE>.toml``
    on the server side (TOOLKIT_TEST_PROFILES), with no hand edit in between.
@@ -98,8 +103,9 @@ def stop_sim(proc: subprocess.Popen[str]) -> None:
 
 
 def run_doctor(base_url: str, ws_url: str, written: Path, table: Path) -> tuple[int, ...]:
-    """``toolkit doctor --write-profile written`` with the four connection variables only;
-    its output into ``table``; the (match, differ, unknown) counts of its summary."""
+    """``toolkit doctor --probe-cancel --write-profile written`` with the four connection
+    variables only; its output into ``table``; the (match, differ, unknown) counts of its
+    summary."""
     env = _base_env()
     env.update(
         TOOLKIT_BASE_URL=base_url,
@@ -109,7 +115,10 @@ def run_doctor(base_url: str, ws_url: str, written: Path, table: Path) -> tuple[
     )
     written.unlink(missing_ok=True)  # the profile this run writes, not an older one
     done = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "doctor", "--write-profile", str(written)],
+        [
+            *(sys.executable, "-m", "toolkit.cli", "doctor", "--probe-cancel"),
+            *("--write-profile", str(written)),
+        ],
         capture_output=True,
         text=True,
         env=env,
