@@ -8,9 +8,9 @@ a service the client has never seen, and nothing but ``toolkit doctor`` to learn
    TOOLKIT_WS_URL, TOOLKIT_API_KEY, TOOLKIT_API_SECRET); its table goes to
    out/<PROFILE>-doctor.txt. ``--probe-cancel`` is the doctor's one opt-in probe that
    sends cancels, of order ids that do not exist (nothing in the account changes): the
-   batch cancel's route, id field and largest batch are shown by nothing else. Without
-   TOOLKIT_PROFILE_ID it leaves the cancel's ``profileId`` placement to the client, which
-   learns it from its first cancel.
+   batch cancel's route, id field and largest batch, and where a cancel's ``profileId``
+   travels, are shown by nothing else (without TOOLKIT_PROFILE_ID it sends a made-up
+   profileId; the client also learns the placement from its first cancel).
 3. The simulator stops; ``pytest -m network`` runs every network test with the written
    profile on the client side (TOOLKIT_TEST_CLIENT_PROFILE) and ``profiles/<PROFILE>.toml``
    on the server side (TOOLKIT_TEST_PROFILES), with no hand edit in between.

@@ -38,9 +38,13 @@ def _states(sim: Simulator) -> dict[str, str]:
 
 def test_the_stranger_batch_cancel_is_learnt_and_nothing_changes(stranger_sim: Simulator) -> None:
     before = _states(stranger_sim)
-    with stranger_sim.client(profile=DEFAULT_PROFILE) as client:
+    # as CI runs it: no TOOLKIT_PROFILE_ID, so a made-up profileId is sent
+    with stranger_sim.client(profile=DEFAULT_PROFILE, profile_id=None) as client:
         d = diagnose(client, payload_timeout=0.2, probe_cancel=True)
     observed = d.profile().rest
+    placement = d["rest.cancel_profile_in"]
+    assert (placement.status, placement.value) == ("differs", "query")
+    assert "(made up: TOOLKIT_PROFILE_ID is not set)" in placement.note
     assert (observed.batch_cancel_path, observed.batch_ids_field, observed.batch_cancel_max) == (
         "/orders/limit/orders/cancel-many",
         "orderIdList",
@@ -49,6 +53,7 @@ def test_the_stranger_batch_cancel_is_learnt_and_nothing_changes(stranger_sim: S
     note = d["rest.batch_cancel_path"].note
     assert "POST /orders/limit/orders/cancel orderIds=[1 id] -> 404" in note
     assert "POST /orders/limit/orders/cancel-many orderIds=[1 id] -> 422" in note
+    assert "toolkit-doctor-no-such-profile-" in note
     assert "orderIdList=[25 ids] -> 202" in d["rest.batch_cancel_max"].note
     assert "orderIdList=[26 ids] -> 422" in d["rest.batch_cancel_max"].note
     assert _states(stranger_sim) == before

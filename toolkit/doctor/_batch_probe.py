@@ -9,6 +9,7 @@ import re
 import secrets
 from typing import Any
 
+from toolkit.doctor._cancel_probe import probe_profile_id
 from toolkit.doctor._probe import Answer, Probe
 
 #: usual routes of a batch cancel, tried after the profile's own
@@ -35,7 +36,7 @@ def _unique(items: Any) -> list[Any]:
 
 def fields_named(text: str) -> list[str]:
     """The id-like words a refusal names (``orderIdList must be a non-empty list``)."""
-    return _unique(w for w in _ID_WORD.findall(text) if w.lower() not in ("id", "ids"))
+    return _unique(w for w in _ID_WORD.findall(text) if w.lower() not in ("id", "ids", "profileid"))
 
 
 class _Batch:
@@ -44,15 +45,14 @@ class _Batch:
     def __init__(self, pr: Probe) -> None:
         self.pr = pr
         self.prefix = _NO_ORDER + secrets.token_hex(6)
+        self.profile_id, self.whose = probe_profile_id(pr)
         self.sent: list[str] = []
 
     def ids(self, n: int) -> list[str]:
         return [f"{self.prefix}-{i}" for i in range(n)]
 
     async def post(self, path: str, field: str, n: int = 1) -> Answer:
-        body: dict[str, Any] = {field: self.ids(n)}
-        if self.pr.profile_id:
-            body["profileId"] = self.pr.profile_id
+        body: dict[str, Any] = {field: self.ids(n), "profileId": self.profile_id}
         a = await self.pr.request(
             "POST", path, json_body=body, headers=self.pr.headers(), retries=0
         )
@@ -60,7 +60,7 @@ class _Batch:
         return a
 
     def said(self) -> str:
-        return "sent (no such orders): " + "; ".join(self.sent)
+        return f"sent (no such orders): {self.whose}" + "; ".join(self.sent)
 
 
 async def probe_batch_cancel(pr: Probe) -> None:
@@ -115,7 +115,7 @@ async def _batch_max(pr: Probe, batch: _Batch, path: str, field: str) -> None:
         return True if a.ok else False if a.status in (400, 413, 422) else None
 
     def said() -> str:
-        return "sent (no such orders): " + "; ".join(batch.sent[start:])
+        return f"sent (no such orders): {batch.whose}" + "; ".join(batch.sent[start:])
 
     first = await taken(assumed)
     if first and await taken(assumed + 1) is False:

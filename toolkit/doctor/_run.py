@@ -115,7 +115,8 @@ async def adiagnose(
     probe_cancel : bool, default False
         Also learn where a cancel's ``profileId`` travels, from two cancels of an order
         id that does not exist (checked absent with fetchOrder first): ``profileId`` in
-        the body, then in the query (needs the client's ``profile_id``); and the batch
+        the body, then in the query (the client's ``profile_id``, else a made-up one);
+        and the batch
         cancel's route, id-list field and largest batch, from batch cancels of ids that
         do not exist. Nothing in the account can change; the rows' notes say what was
         sent.
@@ -267,7 +268,8 @@ def diagnose(
     probe_cancel : bool, default False
         Also learn where a cancel's ``profileId`` travels, from two cancels of an order
         id that does not exist (checked absent with fetchOrder first): ``profileId`` in
-        the body, then in the query (needs the client's ``profile_id``); and the batch
+        the body, then in the query (the client's ``profile_id``, else a made-up one);
+        and the batch
         cancel's route, id-list field and largest batch, from batch cancels of ids that
         do not exist. Nothing in the account can change; the rows' notes say what was
         sent.
