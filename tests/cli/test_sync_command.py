@@ -168,7 +168,8 @@ def test_a_profile_with_the_wrong_timestamp_unit_is_one_line(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    wrong = "ms" if env.profile.orders.timestamp_unit == "s" else "s"
+    # wrong for what the service sends (the client's profile may say "auto")
+    wrong = "ms" if env.served.orders.timestamp_unit == "s" else "s"
     profile = env.profile.replace({"orders.timestamp_unit": wrong})
     monkeypatch.setenv("TOOLKIT_PROFILE", str(profile.dump(tmp_path / "wrong.toml")))
     code = main(["sync", "--store", str(tmp_path / "store")])

@@ -202,7 +202,7 @@ async def test_refused_token_raises_authentication_error(sim: Simulator, token: 
     auth = FixedTokenAuth(token)
     client = Client(sim.base_url, auth=auth, profile=sim.profile)
     try:
-        with pytest.raises(AuthenticationError, match=refusal_text(sim.profile)) as info:
+        with pytest.raises(AuthenticationError, match=refusal_text(sim.served)) as info:
             async with client.stream(**FAST):
                 pass
         text = str(info.value) + repr(info.value)
