@@ -82,6 +82,7 @@ LIVE = (
     "cli/test_record.py",
     "browser/test_live_views_browser.py",
     "browser/test_notebook02_voila.py",
+    "report/test_report_browser.py",
     "test_notebooks.py::test_notebook_runs_offline[02_live_views]",
     "test_notebooks.py::test_notebook_runs_offline[03_record_and_read]",
     "test_notebooks.py::test_notebook_runs_offline[04_execution_report]",

@@ -62,7 +62,8 @@ def test_demo_exports_read_back_the_same_in_duckdb(demo: DemoResult) -> None:
 def test_demo_report_is_self_contained(demo: DemoResult) -> None:
     html = demo.report_html.read_text()
     assert "Execution-quality report" in html
-    assert "data:image/png;base64," in html
+    assert '<svg role="img"' in html  # the figures inline, in the page's text colour
+    assert "Trading cost over the period: " in html
     assert "http://" not in html and "https://" not in html
 
 

@@ -57,6 +57,8 @@ LIVE_DATA = {
     "05_cookbook": {
         "orders in the recording": ("int(pd.Series(placed).isin(recorded_ids).sum())", 5),
         "their fills": ("len(mine)", 5),
+        # each fill drawn against its own venue's quote, not the ticker's mid (issue 27)
+        "fills with their venue's quote": ('int(mine["own_quote"].notna().sum())', 5),
     },
 }
 _PROBE_MARK = "live-data: "

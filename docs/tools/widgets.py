@@ -3,8 +3,8 @@ network, from a pinned copy of the ipywidgets HTML manager served with the site.
 
 mkdocs-jupyter's pages load ``@jupyter-widgets/html-manager@*`` from unpkg (unpinned, and
 nothing renders offline), as ``embed-amd.js`` that needs a RequireJS the page does not load.
-This hook fetches ``HTML_MANAGER`` once with ``npm pack`` (into ``out/.cache/``, its sha512
-checked against ``INTEGRITY``), copies its standalone ``embed.js`` (controls included, no
+This hook fetches ``HTML_MANAGER`` once (``PINNED``: ``npm pack`` into ``out/.cache/``, its
+sha512 checked; see npm.py), copies its standalone ``embed.js`` (controls included, no
 RequireJS) and the fonts it uses into ``site/assets/widgets/``, and points every notebook
 page with widget outputs at that copy. A page it cannot rewrite fails the build.
 The browser tests render their embedded views with the same bundle (tests/_browser.py).
@@ -12,35 +12,47 @@ The browser tests render their embedded views with the same bundle (tests/_brows
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
+import importlib.util
 import posixpath
 import re
-import shutil
 import subprocess
-import tarfile
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "out" / ".cache" / "html-manager"
+
+def _npm() -> Any:
+    """docs/tools/npm.py (the pinned npm packages served with the site), loaded by path."""
+    name = "tk_docs_npm"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("npm.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # the dataclass machinery looks its module up
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+npm = _npm()
+NpmError = npm.NpmError
+CACHE = npm.CACHE / "html-manager"
 PACKAGE = "@jupyter-widgets/html-manager"
 HTML_MANAGER = "1.0.15"  # the ipywidgets 8 manager (widget state 2.x)
-# the registry's dist.integrity of that version (``npm view PACKAGE@VERSION dist.integrity``)
-INTEGRITY = (
+PINNED = npm.Pinned(
+    PACKAGE,
+    HTML_MANAGER,
+    # the registry's dist.integrity of that version
     "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//"
-    "SABeNz1yp47bCrJ3CQA=="
+    "SABeNz1yp47bCrJ3CQA==",
+    # what of the package's dist/ the site needs: the bundle, its licences, its fonts
+    re.compile(
+        r"package/(LICENSE|dist/(embed\.js|embed\.js\.LICENSE\.txt|\w+\.(woff2?|ttf|eot|svg)))"
+    ),
 )
-TARBALL = f"jupyter-widgets-html-manager-{HTML_MANAGER}.tgz"
+TARBALL = PINNED.tarball_name
 # where the bundle is in the site
 ASSETS = "assets/widgets"
 EMBED = f"{ASSETS}/embed.js"
-# what of the package's dist/ the site needs: the bundle, its licences, its fonts
-_WANTED = re.compile(
-    r"package/(LICENSE|dist/(embed\.js|embed\.js\.LICENSE\.txt|\w+\.(woff2?|ttf|eot|svg)))"
-)
 # nbconvert's widget loader as mkdocs-jupyter writes it into a notebook page
 LOADER = re.compile(
     r"<script>\s*\(function\(\) \{\s*function addWidgetsRenderer\(\).*?\}\(\)\);\s*</script>",
@@ -50,79 +62,22 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class WidgetsError(RuntimeError):
-    """The HTML manager could not be fetched, or a page could not be pointed at it."""
-
-
-def _integrity(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+    """A notebook page could not be pointed at the site's HTML manager."""
 
 
 def tarball(timeout: float = 300) -> Path:
     """The pinned HTML manager's package, fetched with ``npm pack`` once and checked."""
-    path = CACHE / TARBALL
-    if not path.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise WidgetsError(
-                f"npm is needed once to fetch {PACKAGE}@{HTML_MANAGER} (the docs' widget "
-                f"renderer, served with the site); install Node.js, or put {TARBALL} in {CACHE}"
-            )
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="tk-npm-", dir=CACHE) as tmp:
-            done = subprocess.run(
-                [npm, "pack", f"{PACKAGE}@{HTML_MANAGER}", "--pack-destination", tmp],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                env={**os.environ, "npm_config_audit": "false", "npm_config_fund": "false"},
-            )
-            fetched = Path(tmp) / TARBALL
-            if done.returncode != 0 or not fetched.exists():
-                raise WidgetsError(
-                    f"npm pack {PACKAGE}@{HTML_MANAGER} failed: {done.stderr.strip()[-800:]}"
-                )
-            fetched.replace(path)
-    found = _integrity(path.read_bytes())
-    if found != INTEGRITY:
-        path.unlink()
-        raise WidgetsError(f"{TARBALL}: sha512 is {found}, expected {INTEGRITY}; deleted")
-    return path
+    return Path(npm.tarball(PINNED, CACHE, timeout))
 
 
 def bundle() -> Path:
     """The folder of the bundle and its assets (``embed.js``, licences, fonts)."""
-    target = CACHE / HTML_MANAGER
-    if (target / "embed.js").exists():
-        return target
-    source = tarball()
-    with tempfile.TemporaryDirectory(prefix="tk-html-manager-", dir=CACHE) as tmp:
-        with tarfile.open(source) as tar:
-            members = [m for m in tar.getmembers() if m.isfile() and _WANTED.fullmatch(m.name)]
-            tar.extractall(tmp, members=members, filter="data")
-        out = Path(tmp) / "out"
-        out.mkdir()
-        for member in members:
-            shutil.move(Path(tmp) / member.name, out / Path(member.name).name)
-        if not (out / "embed.js").exists():
-            raise WidgetsError(f"{TARBALL} has no dist/embed.js")
-        try:
-            out.replace(target)
-        except OSError:
-            if not (target / "embed.js").exists():  # else another build made it meanwhile
-                raise
-    return target
+    return Path(npm.unpack(PINNED, CACHE, "embed.js"))
 
 
 def vendor(site_dir: Path) -> Path:
     """Copy the bundle into ``site_dir`` (only what changed); returns the folder."""
-    source, target = bundle(), site_dir / ASSETS
-    target.mkdir(parents=True, exist_ok=True)
-    for path in source.iterdir():
-        copy = target / path.name
-        if not copy.exists() or copy.stat().st_size != path.stat().st_size:
-            shutil.copyfile(path, copy)
-    return target
+    return Path(npm.copy(bundle(), site_dir / ASSETS))
 
 
 def rewrite(page_html: str, page_url: str) -> str:
@@ -160,5 +115,5 @@ def on_post_build(config: Any, **_kw: Any) -> None:
 
     try:
         vendor(Path(config["site_dir"]))
-    except (WidgetsError, OSError, subprocess.SubprocessError) as exc:
+    except (NpmError, OSError, subprocess.SubprocessError) as exc:
         raise PluginError(f"widget renderer: {exc}") from exc

@@ -47,6 +47,6 @@ def test_a_tarball_that_is_not_the_pinned_one_is_refused(
     monkeypatch.setattr(widgets, "CACHE", tmp_path)
     bad = tmp_path / widgets.TARBALL
     bad.write_bytes(b"not the package")
-    with pytest.raises(widgets.WidgetsError, match="sha512"):
+    with pytest.raises(widgets.NpmError, match="sha512"):
         widgets.tarball()
     assert not bad.exists()

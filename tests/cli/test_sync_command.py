@@ -54,7 +54,7 @@ def test_sync_from_listing_recording_and_ids(
     assert "3 from ids" in out
     # honest coverage: market orders only from recordings, said with the date
     assert "5 market orders known from recordings since" in out
-    assert "(3 more from ids given by hand)" in out  # not "none of the others is here"
+    assert "(3 more added by order id)" in out  # not "none of the others is here"
     assert "not listed by the service" in out and "are not in this store" not in out
     assert "every order" not in out
     frames = OrderStore(store).frames()

@@ -139,9 +139,10 @@ def test_conversion_fsyncs_each_file_before_its_rename_and_its_folder_after(
     assert closed is not None
     steps = spy_durability(_conversion, "_fsync_path")
     files = writer.convert(closed)
-    name = files[0].name
+    name = files[0].name  # part-<segment>.r<first>-<last>.parquet: its rows' time range
+    assert name.startswith(f"part-{closed.path.stem}.r")
     assert steps == [
-        ("fsync", f".{name}.tmp"),
+        ("fsync", f".part-{closed.path.stem}.parquet.tmp"),
         ("replace", name),
         ("fsync", files[0].parent.name),
     ]

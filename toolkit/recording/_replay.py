@@ -31,6 +31,7 @@ from toolkit.recording._badfiles import (
     recording_files,
     warn_skipped,
 )
+from toolkit.recording._layout import listed_again
 from toolkit.recording._read import (
     FILE_COLUMN,
     TimeLike,
@@ -171,12 +172,7 @@ class Replay:
         """The files to replay by date partition, checked first, all of them: a damaged
         or foreign one stops the replay before its first event (InvalidRequest naming it),
         or is left out, counted in ``skipped_files`` and warned about once."""
-        start = None if self.start is None else _date(_timestamp_ns(self.start))
-        end = None if self.end is None else _date(_timestamp_ns(self.end))
-        names = _channels(self.channels)
-        good, bad = recording_files(
-            self.root, names, first_date=start, last_date=end, on_bad_file=self.on_bad_file
-        )
+        good, bad = self._files()
         self.skipped_files = bad
         warn_skipped(self.root, bad, stacklevel=5)
         by_date: dict[str, list[str]] = {}
@@ -184,12 +180,36 @@ class Replay:
             by_date.setdefault(_partition(path)[1], []).append(path)
         return dict(sorted(by_date.items()))
 
-    def _events(self) -> Iterator[Event]:
-        import pyarrow.compute as pc
+    def _files(self, dates: Sequence[str] | None = None) -> tuple[list[str], list[BadFile]]:
+        """The files of the window (only the dates it spans, only the files whose names
+        say they may hold a row of it), checked, and those left out."""
+        start = None if self.start is None else _timestamp_ns(self.start)
+        end = None if self.end is None else _timestamp_ns(self.end)
+        return listed_again(
+            lambda: recording_files(
+                self.root,
+                _channels(self.channels),
+                dates,
+                first_date=None if start is None else _date(start),
+                last_date=None if end is None else _date(end),
+                start_ns=start,
+                end_ns=end,
+                on_bad_file=self.on_bad_file,
+            )
+        )
 
-        own = self.profile is None  # each file's own profile, from its metadata
-        for date, files in self._files_by_date().items():
-            table = read_table(
+    def _read_date(self, date: str, files: list[str]) -> pa.Table:
+        """One date's rows; its files listed again when one is gone meanwhile (a
+        compaction replaced it: the new listing finds the compacted file instead)."""
+        given = [files]
+
+        def read() -> pa.Table:
+            if given:
+                listed = given.pop()
+            else:
+                listed, bad = self._files([date])
+                self.skipped_files.extend(b for b in bad if b not in self.skipped_files)
+            return read_table(
                 self.root,
                 self.channels,
                 start=self.start,
@@ -198,11 +218,19 @@ class Replay:
                 columns=_COLUMNS,
                 dates=[date],
                 per_pair=False,
-                with_file=own,
+                with_file=self.profile is None,
                 on_bad_file=self.on_bad_file,
                 skipped=self.skipped_files,
-                files=files,
+                files=listed,
             )
+
+        return listed_again(read)
+
+    def _events(self) -> Iterator[Event]:
+        import pyarrow.compute as pc
+
+        for date, files in self._files_by_date().items():
+            table = self._read_date(date, files)
             if self.profile is not None:
                 yield from events_from_table(table, self.profile)
                 continue

@@ -15,10 +15,16 @@ import pandas as pd
 from toolkit._atomic import atomic_files, atomic_write_text, read_manifest, set_problem
 from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
+from toolkit.report._columns import empty
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
-from toolkit.report._definitions import DEFINITIONS, SECTIONS
+from toolkit.report._daily import daily_cost
+from toolkit.report._definitions import DEFINITIONS, OPTIONAL_TABLES, SECTIONS
+from toolkit.report._drilldown import QUOTE_COLUMNS, order_chart, worst_order_quotes
+from toolkit.report._gate import MIN_COVERAGE, MIN_ORDERS, CoverageRule
 from toolkit.report._market import read_market
 from toolkit.report._robust import Period
+from toolkit.report._shown import shown
+from toolkit.report._svg import figure_svg, ink
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,6 +43,11 @@ class ExecutionReport:
         other table derives from).
     title : str
         The page's title.
+    min_coverage : float
+        A metric or chart resting on less than this share of the orders it applies to
+        reads "insufficient coverage (n of N)" on the page (default 0.20).
+    min_orders : int
+        Likewise for fewer than this many orders (default 30).
 
     Notes
     -----
@@ -44,15 +55,36 @@ class ExecutionReport:
     ``headline`` (market / limit / all orders of the set, with 95 % intervals),
     ``cost_decomposition`` and ``summary``; ``report.definitions`` says what each metric
     is, and ``report.coverage`` what the set covers (shown under the page's title and in
-    ``repr``).
+    ``repr``). In a notebook every table shows formatted (headers in words, units,
+    thousands separators); it is a DataFrame all the same. ``report.rule`` holds the
+    coverage rule of the page (``min_coverage``, ``min_orders``); ``daily_cost`` and
+    ``worst_order_quotes`` are tables too (a set written before them draws the first
+    again from ``per_order`` and leaves the second empty).
     """
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame], *, title: str = DEFAULT_TITLE):
+    def __init__(
+        self,
+        tables: Mapping[str, pd.DataFrame],
+        *,
+        title: str = DEFAULT_TITLE,
+        min_coverage: float = MIN_COVERAGE,
+        min_orders: int = MIN_ORDERS,
+    ):
         missing = [n for n in _table_names() if n not in tables]
         if missing:
             raise InvalidRequest(f"report tables missing: {', '.join(missing)}")
-        self.tables: dict[str, pd.DataFrame] = dict(tables)
+        if not 0 <= min_coverage <= 1 or min_orders < 0:
+            raise InvalidRequest(
+                f"min_coverage must be a share in [0, 1] and min_orders >= 0, not "
+                f"{min_coverage!r} and {min_orders!r}"
+            )
+        given = dict(tables)
+        # tables a set written before them lacks: drawn again from per_order, or empty
+        given.setdefault("daily_cost", daily_cost(given["per_order"]))
+        given.setdefault("worst_order_quotes", empty(QUOTE_COLUMNS))
+        self.tables: dict[str, pd.DataFrame] = {n: shown(df, n) for n, df in given.items()}
         self.title = title
+        self.rule = CoverageRule(min_coverage, min_orders)
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -93,12 +125,43 @@ class ExecutionReport:
             lo, hi = po["createdAt"].min(), po["createdAt"].max()
             span = f", created {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} UTC"
         market = po["arrival_mid"].notna().any() if n else False
-        return f"{n} orders ({ex} executed){span}; market recording: {'used' if market else 'none'}"
+        used = "used" if market else "none"
+        return f"{n:,} orders ({ex:,} executed){span}; market recording: {used}"
+
+    def order_chart(self, order_id: str) -> Figure:
+        """The small chart of one of the worst orders: each venue's quote
+        (``evaluatedTickers``), the fill and the arrival mid.
+
+        Parameters
+        ----------
+        order_id : str
+            An order of ``report["worst_orders"]``.
+
+        Returns
+        -------
+        Figure
+        """
+        if order_id not in set(self.tables["worst_orders"]["orderId"].astype(str)):
+            raise InvalidRequest(f"order_chart: {order_id!r} is not one of the worst orders")
+        with ink():
+            return order_chart(self.tables, order_id)
 
     @cached_property
-    def _figure_pngs(self) -> dict[str, str]:
-        # encoded once: the notebook view and every to_html share them
-        return {name: _html.figure_png_base64(fig) for name, fig in self.figures.items()}
+    def _figure_svgs(self) -> dict[str, str]:
+        # drawn once: the notebook view and every to_html share them
+        return {name: figure_svg(fig, name) for name, fig in self.figures.items()}
+
+    @cached_property
+    def _order_svgs(self) -> dict[str, str]:
+        ids = self.tables["worst_orders"]["orderId"].astype(str).tolist()
+        po = self.tables["per_order"]
+        # the worst orders' rows once, not a scan of every order per chart
+        few = {**self.tables, "per_order": po[po["orderId"].isin(ids)]}
+        out = {}
+        with ink():
+            for oid in ids:
+                out[oid] = figure_svg(order_chart(few, oid), f"order {oid}")
+        return out
 
     def to_html(self, path: str | os.PathLike[str] | None = None, *, figures: bool = True) -> str:
         """The whole report as one self-contained HTML page.
@@ -109,7 +172,8 @@ class ExecutionReport:
             Where to write the page; it appears whole or not at all (a temporary file
             beside it, fsynced, renamed over it).
         figures : bool
-            Embed the figures as PNG (False: tables only, a lighter page).
+            Embed the figures as inline SVG in the page's text colour (False: tables
+            only, a lighter page).
 
         Returns
         -------
@@ -119,10 +183,12 @@ class ExecutionReport:
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         body = _html.body_html(
             self.tables,
-            self._figure_pngs if figures else None,
+            self._figure_svgs if figures else None,
             self.title,
             f"{self._scope()}. Generated {stamp}.",
             coverage=self.coverage,
+            rule=self.rule,
+            order_charts=self._order_svgs if figures else None,
         )
         page = _html.document_html(body, self.title)
         if path is not None:
@@ -137,11 +203,13 @@ class ExecutionReport:
         # the summary open, every other section collapsed: a short notebook output
         body = _html.body_html(
             self.tables,
-            self._figure_pngs,
+            self._figure_svgs,
             self.title,
             self._scope(),
             coverage=self.coverage,
             collapsed=True,
+            rule=self.rule,
+            order_charts=self._order_svgs,
         )
         return _html.fragment_html(body)
 
@@ -196,6 +264,8 @@ class ExecutionReport:
         *,
         title: str = DEFAULT_TITLE,
         require_manifest: bool = True,
+        min_coverage: float = MIN_COVERAGE,
+        min_orders: int = MIN_ORDERS,
     ) -> ExecutionReport:
         """A report from the tables ``to_parquet`` wrote (figures are drawn again).
 
@@ -213,6 +283,8 @@ class ExecutionReport:
             False reads every ``*.parquet`` of a folder without a manifest as a table
             (nothing then tells a complete set from an interrupted one). A manifest
             present is always checked.
+        min_coverage, min_orders : float, int
+            The page's coverage rule (see :class:`ExecutionReport`).
 
         Returns
         -------
@@ -243,11 +315,11 @@ class ExecutionReport:
         tables = {
             Path(n).stem: pd.read_parquet(d / n) for n in sorted(names) if n.endswith(".parquet")
         }
-        return cls(tables, title=title)
+        return cls(tables, title=title, min_coverage=min_coverage, min_orders=min_orders)
 
 
 def _table_names() -> list[str]:
-    names = {t for s in SECTIONS for t in s.tables}
+    names = {t for s in SECTIONS for t in s.tables} - OPTIONAL_TABLES
     return sorted(names | {"per_order"})
 
 
@@ -258,6 +330,8 @@ def execution_report(
     max_quote_age: float | None = 60.0,
     title: str = DEFAULT_TITLE,
     compare: tuple[Period, Period] | None = None,
+    min_coverage: float = MIN_COVERAGE,
+    min_orders: int = MIN_ORDERS,
 ) -> ExecutionReport:
     """The execution-quality report of ``frames``.
 
@@ -279,6 +353,11 @@ def execution_report(
     compare : pair of periods, optional
         ``((start_a, end_a), (start_b, end_b))`` of ``createdAt`` (half-open, None =
         open): the headline of each, side by side, in the ``comparison`` table.
+    min_coverage : float
+        On the page, a metric or chart resting on less than this share of the orders it
+        applies to reads "insufficient coverage (n of N)" instead (default 0.20).
+    min_orders : int
+        Likewise for fewer than this many orders (default 30).
 
     Returns
     -------
@@ -287,4 +366,5 @@ def execution_report(
     if market is not None and not isinstance(market, pd.DataFrame):
         market = read_market(market)
     tables = _metrics.all_tables(frames, market, max_quote_age=max_quote_age, compare=compare)
-    return ExecutionReport(tables, title=title)
+    tables["worst_order_quotes"] = worst_order_quotes(frames, tables["worst_orders"])
+    return ExecutionReport(tables, title=title, min_coverage=min_coverage, min_orders=min_orders)

@@ -74,13 +74,13 @@ DEFINITIONS: dict[str, Definition] = {
         "sums of independent orders). No interval for a single order.",
     ),
     "quote_slippage": Definition(
-        "Quote slippage (execution slippage)",
+        "Execution slippage",
         "side x (average - quote) / quote x 1e4, where quote is the price the executing "
         "venue offered in evaluatedTickers (its first entry in the list). Orders without "
         "a quote from their venue are left out.",
     ),
     "best_quote_slippage": Definition(
-        "Routing price improvement",
+        "Slippage vs best clean quote",
         "side x (average - best) / best x 1e4, where best is the best quote without a "
         "contingency reason in evaluatedTickers (buy: the lowest price; sell: the highest). "
         "Negative = the order was priced better than the best clean quote (improved); within "
@@ -109,6 +109,23 @@ DEFINITIONS: dict[str, Definition] = {
         "exchange names a venue (not the service-managed mode). Quote age: executedAt - "
         "the time of the executing venue's quote (the profile's orders.quote_time_field), "
         "in buckets, with the notional-weighted and median execution slippage of each.",
+    ),
+    "daily_cost": Definition(
+        "Cost over time",
+        "Per UTC day of createdAt and quote currency: the total cost (routing gap + execution "
+        "slippage + fees) of the day's decomposed orders, notional-weighted (sum of cost "
+        "amounts / sum of notional x 1e4 bp), and in the quote currency. 95 % interval: R "
+        "+- 1.96 x se, with se = sqrt(n / (n - 1) x sum((a_i - R x w_i)^2)) / sum(w_i) (the "
+        "normal approximation of a ratio of sums; a_i cost amount, w_i notional of each "
+        "order); the amount interval is the bp interval x the day's notional. None for a day "
+        "of one order. executed = the day's executed orders, orders = those decomposed.",
+    ),
+    "drilldown": Definition(
+        "The worst orders one by one",
+        "For each of the worst orders: every venue's quote in its evaluatedTickers (hollow: "
+        "the quote carried a contingency reason, so the router excluded it), the order's "
+        "average price on the venue that executed it, and the arrival mid when a market "
+        "recording gave one. A fill above the quotes of a buy (below, of a sell) is a cost.",
     ),
     "arrival_slippage": Definition(
         "Arrival slippage",
@@ -246,13 +263,20 @@ SECTIONS: tuple[Section, ...] = (
         ("cost_waterfall",),
         ("headline", "cost_decomposition"),
     ),
+    Section(
+        "over_time",
+        "Cost over time",
+        ("daily_cost",),
+        ("daily_cost",),
+        ("daily_cost",),
+    ),
     Section("overview", "Every headline figure", ("summary",), (), ()),
     Section(
         "slippage",
         "Slippage against the quotes",
         ("slippage", "routing", "worst_orders"),
         ("slippage_distribution", "slippage_over_time"),
-        ("quote_slippage", "best_quote_slippage"),
+        ("quote_slippage", "best_quote_slippage", "drilldown"),
     ),
     Section(
         "venues",
@@ -333,4 +357,41 @@ TABLE_DEFINITIONS: dict[str, str] = {
     "comparison": "robust",
     "breakdown": "breakdown",
     "data_checks": "data_checks",
+    "daily_cost": "daily_cost",
 }
+
+#: the title of each table on the page and in a notebook
+TABLE_TITLES: dict[str, str] = {
+    "headline": "Headline",
+    "cost_decomposition": "Cost decomposition",
+    "summary": "Every headline figure",
+    "slippage": "Slippage by order type",
+    "routing": "Routing outcome against the best clean quote",
+    "worst_orders": "Worst orders",
+    "venues": "Venues",
+    "rules": "Routing rules",
+    "contingencies": "Contingencies per venue",
+    "contingency_reasons": "Contingency reasons",
+    "contingency_costs": "Excluded best quotes",
+    "venue_mismatch": "Executed on another venue than requested",
+    "quote_age": "Quote age at execution",
+    "markouts": "Markouts",
+    "limit_summary": "Limit orders",
+    "fill_probability": "Fill probability",
+    "funnel": "Limit-order funnel",
+    "fees": "Fees per symbol",
+    "fill_rate": "Fill rate",
+    "outcomes": "Outcomes",
+    "rejections": "Rejection reasons",
+    "time_to_execution": "Time to execution",
+    "latency_buckets": "Time to execution in buckets",
+    "maker_share": "Maker share",
+    "robust": "Robust aggregates",
+    "comparison": "Two periods compared",
+    "breakdown": "Breakdowns",
+    "data_checks": "Data checks",
+    "daily_cost": "Cost per day (UTC)",
+}
+
+#: tables a report may lack (a set written before they existed): drawn again or left empty
+OPTIONAL_TABLES: frozenset[str] = frozenset({"daily_cost", "worst_order_quotes"})

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from toolkit.report._daily import daily_cost_figure
 from toolkit.report._definitions import MARKOUT_HORIZONS_S
+from toolkit.report._svg import INK, ink
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,9 +66,9 @@ def slippage_distribution(t: Tables) -> Figure:
     fig, ax = _figure()
     po = t["per_order"]
     series = {
-        "quote": po["quote_slippage_bp"].dropna(),
-        "best clean quote": po["best_quote_slippage_bp"].dropna(),
-        "arrival mid": po["arrival_slippage_bp"].dropna(),
+        "execution slippage (vs own venue's quote)": po["quote_slippage_bp"].dropna(),
+        "slippage vs best clean quote": po["best_quote_slippage_bp"].dropna(),
+        "arrival slippage (vs arrival mid)": po["arrival_slippage_bp"].dropna(),
     }
     series = {k: v for k, v in series.items() if len(v)}
     ax.set_title("Slippage distribution (bp, positive = cost)")
@@ -80,9 +82,9 @@ def slippage_distribution(t: Tables) -> Figure:
         lo, hi = lo - 1.0, hi + 1.0
     bins = np.linspace(lo, hi, 50).tolist()
     for label, v in series.items():
-        ax.hist(v.clip(lo, hi), bins=bins, alpha=0.5, label=f"vs {label} (n={len(v)})")
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel("bp (clipped to the 1st-99th percentile)")
+        ax.hist(v.clip(lo, hi), bins=bins, alpha=0.5, label=f"{label} (n={len(v):,})")
+    ax.axvline(0, color=INK, lw=0.8)
+    ax.set_xlabel("bp, positive = cost (clipped to the 1st-99th percentile)")
     ax.set_ylabel("orders")
     ax.legend(fontsize="small")
     return fig
@@ -92,12 +94,20 @@ def slippage_over_time(t: Tables) -> Figure:
     fig, ax = _figure()
     po = t["per_order"]
     d = po.dropna(subset=["quote_slippage_bp", "createdAt"])
-    ax.set_title("Quote slippage over time (bp)")
+    ax.set_title("Execution slippage over time (bp, positive = cost)")
     if d.empty:
         _no_data(ax, "no order with a quote")
         return fig
     sample = d.sample(MAX_POINTS, random_state=0) if len(d) > MAX_POINTS else d
-    ax.scatter(sample["createdAt"], sample["quote_slippage_bp"], s=8, alpha=0.5, label="orders")
+    # thousands of points: one bitmap inside the SVG, the axes and labels stay text
+    ax.scatter(
+        sample["createdAt"],
+        sample["quote_slippage_bp"],
+        s=8,
+        alpha=0.5,
+        label="orders",
+        rasterized=True,
+    )
     w = d["notional"].where(d["notional"] > 0)
     day, unit = _time_bins(d["createdAt"])
     daily = (d["quote_slippage_bp"] * w).groupby(day).sum(min_count=1) / w.groupby(day).sum(
@@ -106,8 +116,9 @@ def slippage_over_time(t: Tables) -> Figure:
     ax.plot(
         daily.index, daily.to_numpy(), color="C3", marker="o", ms=3, label=f"per {unit} (weighted)"
     )
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_ylabel("bp")
+    ax.axhline(0, color=INK, lw=0.8)
+    ax.set_ylabel("execution slippage (bp)")
+    ax.set_xlabel("created (UTC)")
     ax.legend(fontsize="small")
     _one_bin_xlim(ax, day, unit)
     fig.autofmt_xdate()
@@ -115,6 +126,8 @@ def slippage_over_time(t: Tables) -> Figure:
 
 
 def venue_shares(t: Tables) -> Figure:
+    from matplotlib.ticker import PercentFormatter
+
     fig, ax = _figure()
     v = t["venues"]
     ax.set_title("Venue shares and best-venue hit rate")
@@ -127,11 +140,15 @@ def venue_shares(t: Tables) -> Figure:
     ax.plot(x, v["best_venue_hit_rate"], "kD", label="best-venue hit rate")
     ax.set_xticks(x, v["venue"].astype(str), rotation=20)
     ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylabel("share (%)")
     ax.legend(fontsize="small")
     return fig
 
 
 def latency_cdf(t: Tables) -> Figure:
+    from matplotlib.ticker import PercentFormatter
+
     fig, ax = _figure()
     po = t["per_order"]
     d = po[po["tte_s"] >= 0]
@@ -141,14 +158,16 @@ def latency_cdf(t: Tables) -> Figure:
         return fig
     for (typ, basis), g in d.groupby(["type", "tte_basis"], sort=True):
         v = np.sort(g["tte_s"].to_numpy())
+        n = len(v)  # the orders, not the points the line is drawn through
         y = np.arange(1, len(v) + 1) / len(v)
         if len(v) > CDF_POINTS:  # the same curve through evenly spaced quantiles
             keep = np.linspace(0, len(v) - 1, CDF_POINTS).round().astype(int)
             v, y = v[keep], y[keep]
-        ax.step(np.maximum(v, 1e-3), y, where="post", label=f"{typ} from {basis} (n={len(v)})")
+        ax.step(np.maximum(v, 1e-3), y, where="post", label=f"{typ} orders from {basis} (n={n:,})")
     ax.set_xscale("log")
-    ax.set_xlabel("seconds (log)")
-    ax.set_ylabel("share of orders")
+    ax.set_xlabel("time to execution (s, log scale; dotted: 1 s, 10 s, 30 s, 1 min, 5 min)")
+    ax.set_ylabel("share of orders (%)")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     for edge in (1, 10, 30, 60, 300):
         ax.axvline(edge, color="grey", lw=0.5, ls=":")
     ax.legend(fontsize="small")
@@ -158,6 +177,8 @@ def latency_cdf(t: Tables) -> Figure:
 def cost_waterfall(t: Tables) -> Figure:
     """Routing gap, execution slippage and fees stacking up to the total cost (bp,
     notional-weighted), one waterfall per order type of the largest currency."""
+    from matplotlib.patches import Patch
+
     fig, ax = _figure(8.0, 3.4)
     d = t["cost_decomposition"]
     ax.set_title("Cost decomposition (bp of notional, positive = cost)")
@@ -182,8 +203,17 @@ def cost_waterfall(t: Tables) -> Figure:
         ax.text(x[3], level, f"{row['type']}\n{level:+.2f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(np.arange(4), names)
     ax.margins(y=0.25)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_ylabel(f"bp ({currency} orders)")
+    ax.legend(
+        handles=[
+            Patch(color="C3", alpha=0.7, label="adds to the cost"),
+            Patch(color="C2", alpha=0.7, label="saves cost"),
+            Patch(color="C0", alpha=0.7, label="total (label: order type, bp)"),
+        ],
+        fontsize="small",
+        loc="upper left",
+    )
+    ax.axhline(0, color=INK, lw=0.8)
+    ax.set_ylabel(f"bp of notional ({currency} orders)")
     return fig
 
 
@@ -200,11 +230,11 @@ def markout_curve(t: Tables) -> Figure:
     ax.plot(m["horizon_s"], m["median_bp"], marker="x", ls="--", label="median")
     for _, r in m.iterrows():
         ax.annotate(f"({r['coverage']:.0%})", (r["horizon_s"], r["weighted_mean_bp"]), fontsize=8)
-    ax.axhline(0, color="black", lw=0.8)
+    ax.axhline(0, color=INK, lw=0.8)
     ax.set_xlim(min(MARKOUT_HORIZONS_S) - 10, max(MARKOUT_HORIZONS_S) + 10)
     ax.set_xticks(list(MARKOUT_HORIZONS_S))
     ax.set_xlabel("seconds from execution")
-    ax.set_ylabel("bp")
+    ax.set_ylabel("markout (bp, positive = against the client)")
     ax.legend(fontsize="small")
     return fig
 
@@ -237,7 +267,8 @@ def fee_rate_over_time(t: Tables) -> Figure:
     }
     for col, daily in lines.items():
         ax.plot(daily.index, daily.to_numpy(), label=labels[col], **styles[col])  # type: ignore[arg-type]
-    ax.set_ylabel("bp")
+    ax.set_ylabel("fee rate (bp)")
+    ax.set_xlabel("created (UTC)")
     ax.legend(fontsize="small")
     _one_bin_xlim(ax, day, unit)
     fig.autofmt_xdate()
@@ -270,6 +301,7 @@ FIGURES: dict[str, Callable[[Tables], Figure]] = {
     "latency_cdf": latency_cdf,
     "fee_rate_over_time": fee_rate_over_time,
     "limit_funnel": limit_funnel,
+    "daily_cost": daily_cost_figure,
 }
 
 
@@ -280,7 +312,5 @@ def all_figures(tables: Tables) -> dict[str, Figure]:
     plain text, never mathtext (``$\\foo$`` would crash the PNG, ``US$ 1 $2`` would turn
     italic). Each text keeps that setting, so the figures render the same later.
     """
-    import matplotlib
-
-    with matplotlib.rc_context({"text.parse_math": False}):
+    with ink():
         return {name: draw(tables) for name, draw in FIGURES.items()}

@@ -1,6 +1,6 @@
 """How each cell of the report's tables is written: shares as %, amounts with thousands
-separators and their quote currency, bp with two decimals, counts as whole numbers, and
-never exponent notation."""
+separators and their quote currency, bp with two decimals, counts as whole numbers,
+durations in human units (12 h 8 min), times in UTC, and never exponent notation."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from toolkit.report._labels import duration
 
 TEXT = frozenset(
     {
@@ -46,7 +48,6 @@ COUNTS = frozenset(
         "b_orders",
         "market_orders",
         "limit_orders",
-        "horizon_s",
     }
 )
 AMOUNTS = frozenset(
@@ -66,6 +67,8 @@ AMOUNTS = frozenset(
         "total_cost_amount",
         "unfilled_notional",
         "opportunity_cost_amount",
+        "ci_low_amount",
+        "ci_high_amount",
     }
 )
 RATES = frozenset({"fee_rate", "tier_rate"})
@@ -80,6 +83,8 @@ BY_UNIT = frozenset(
         "a",
         "b",
         "b_minus_a",
+        "ci_low",
+        "ci_high",
         "a_ci_low",
         "a_ci_high",
         "b_ci_low",
@@ -107,6 +112,8 @@ def cell_kind(table: str, column: str) -> str:
         return "amount"
     if column == "fee_cripto":
         return "crypto"
+    if column == "horizon_s":
+        return "horizon"
     if column.endswith("_s"):
         return "seconds"
     if column in PRICES:
@@ -144,7 +151,7 @@ def format_cell(v: object, kind: str, currency: str) -> str:
     if isinstance(v, bool | np.bool_):
         return "yes" if v else "no"
     if isinstance(v, pd.Timestamp):
-        return v.strftime("%Y-%m-%d %H:%M:%S")
+        return v.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if v.tzinfo is not None else "")
     if isinstance(v, str):
         return v
     if not isinstance(v, int | float | np.integer | np.floating):
@@ -165,9 +172,11 @@ def format_cell(v: object, kind: str, currency: str) -> str:
     if kind == "crypto":
         return _plain(x, 8)
     if kind == "seconds":
-        return _plain(x, 1 if abs(x) >= 100 else 2)
+        return duration(x)
     if kind == "count":
         return f"{x:,.0f}"
+    if kind == "horizon":
+        return f"{x:+,.0f} s"
     if kind == "price":
         return _plain(x, 2 if abs(x) >= 1000 else 4 if abs(x) >= 1 else 8)
     return _number(x)

@@ -1,22 +1,19 @@
 """HTML of the execution-quality report: one self-contained page (inline CSS, figures as
-base64 PNG data URIs, no external resource) and the lighter fragment notebooks show.
+inline SVG, no external resource) and the lighter fragment notebooks show.
 
-Numbers are formatted by what they are (shares as %, amounts with thousands separators and
-the quote currency, bp with two decimals, never exponent notation); colours come from CSS
-variables that follow JupyterLab's light and dark themes, with dark-safe fallbacks."""
+The page opens on one sentence (the cost in bp and in the quote currency, and its parts);
+numbers are formatted by what they are (see ``_tables``); a metric or chart resting on too
+few orders says so instead (``_gate``); colours come from CSS variables that follow
+JupyterLab's light and dark themes and the reader's system, and the figures draw in the
+text colour (``_svg``)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from toolkit.report._coverage import ALL_LABEL, absent_type_notes
 from toolkit.report._definitions import (
     CONVENTIONS,
     DEFINITIONS,
@@ -24,13 +21,23 @@ from toolkit.report._definitions import (
     TABLE_DEFINITIONS,
     Section,
 )
-from toolkit.report._format import cell_kind, format_cell, table_currency
+from toolkit.report._gate import CoverageRule, coverage_words, figure_coverage, insufficient
+from toolkit.report._headline import gated_summary, headline_html, headline_sentence
+from toolkit.report._labels import column_label
+from toolkit.report._tables import MAX_HTML_ROWS, table_html, table_title
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-#: longer tables are cut in the page; the Parquet export keeps every row
-MAX_HTML_ROWS = 200
+#: the title of each figure, said where it would be (insufficient coverage)
+FIGURE_TITLES: dict[str, str] = {
+    "cost_waterfall": "Cost decomposition chart",
+    "daily_cost": "Cost per day chart",
+    "slippage_distribution": "Slippage distribution",
+    "slippage_over_time": "Execution slippage over time",
+    "venue_shares": "Venue shares chart",
+    "markout_curve": "Markouts chart",
+    "latency_cdf": "Time to execution chart",
+    "fee_rate_over_time": "Fee rate over time",
+    "limit_funnel": "Limit-order funnel chart",
+}
 
 # the standalone page: light or dark as the reader's system prefers
 PAGE_CSS = """
@@ -53,11 +60,16 @@ CSS = """
   --tk-stripe: var(--jp-layout-color1, rgba(127, 127, 127, 0.06));
   --tk-accent: var(--jp-brand-color1, #3b82f6);
   --tk-good: var(--jp-success-color1, #2e9d4f); --tk-bad: var(--jp-error-color1, #d9453b);
+  --tk-bg: var(--jp-layout-color0, var(--tk-page-bg, Canvas));
   color: var(--tk-fg); max-width: 100%; }
 .tk-report h1 { font-size: 1.5em; margin: 0 0 0.2em; }
 .tk-report h2 { border-bottom: 2px solid var(--tk-border); padding-bottom: 0.2em;
   margin-top: 1.6em; font-size: 1.25em; }
 .tk-report h3 { font-size: 1em; margin: 1em 0 0.2em; }
+.tk-report .tk-headline { font-size: 1.15em; line-height: 1.5; margin: 0.3em 0 0.6em;
+  overflow-wrap: anywhere; }
+.tk-report .tk-headline b { white-space: nowrap; }
+.tk-report .tk-insufficient { color: var(--tk-muted); font-style: italic; }
 .tk-report .tbl { overflow-x: auto; max-width: 100%; width: fit-content;
   border: 1px solid var(--tk-border); border-radius: 4px; margin: 0.3em 0 0.8em; }
 .tk-report table { border-collapse: collapse; font-size: 0.85em; margin: 0;
@@ -67,6 +79,14 @@ CSS = """
 .tk-report th { background: var(--tk-head); font-weight: 600; }
 .tk-report tbody tr:nth-child(even) td { background: var(--tk-stripe); }
 .tk-report td.txt, .tk-report th.txt { text-align: left; }
+.tk-report th:first-child, .tk-report td:first-child { position: sticky; left: 0; z-index: 1;
+  background: var(--tk-bg); border-right: 1px solid var(--tk-border); }
+.tk-report tbody tr:nth-child(even) td:first-child { background: var(--tk-bg); }
+@media (max-width: 600px) {
+  .tk-report th { white-space: normal; min-width: 5em; }
+  .tk-report td .ci { display: block; }
+  .tk-report table { font-size: 0.8em; }
+}
 .tk-report td.pos { color: var(--tk-bad); } .tk-report td.neg { color: var(--tk-good); }
 .tk-report .ci { color: var(--tk-muted); font-size: 0.9em; }
 .tk-report details { margin: 0.3em 0; }
@@ -77,8 +97,11 @@ CSS = """
 .tk-report details.def > div { color: var(--tk-muted); max-width: 70em; white-space: normal; }
 .tk-report dl dt { font-weight: 600; margin-top: 0.5em; }
 .tk-report dl dd { margin-left: 1.2em; color: var(--tk-muted); }
-.tk-report img { max-width: 100%; background: #ffffff; border-radius: 4px; }
-.tk-report figure { margin: 0.4em 0; }
+.tk-report svg.tk-fig { max-width: 100%; height: auto; display: block; color: var(--tk-fg); }
+.tk-report figure { margin: 0.4em 0; max-width: 100%; }
+.tk-report figcaption, .tk-report .tk-chart-gap { color: var(--tk-muted); font-size: 0.85em; }
+.tk-report .tk-orders { display: flex; flex-wrap: wrap; gap: 0.5em; }
+.tk-report .tk-orders figure { flex: 0 1 260px; min-width: 0; }
 .tk-report .note, .tk-report .empty { color: var(--tk-muted); font-size: 0.85em; }
 .tk-report .coverage { border-left: 3px solid var(--tk-accent); padding: 0.2em 0.8em;
   margin: 0.5em 0; }
@@ -92,17 +115,6 @@ CSS = """
 """
 
 
-def figure_png_base64(fig: Figure, dpi: int = 100) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _format(v: object) -> str:
-    """A value of unknown meaning: whole numbers without decimals, never an exponent."""
-    return format_cell(v, "number", "")
-
-
 def _definition_link(table: str) -> str:
     key = TABLE_DEFINITIONS.get(table)
     if key is None or key not in DEFINITIONS:
@@ -114,91 +126,6 @@ def _definition_link(table: str) -> str:
     )
 
 
-def table_html(df: pd.DataFrame, name: str, currency: str = "") -> str:
-    """``df`` as a scrolling HTML table, each column formatted by what it holds."""
-    if df.empty:
-        cols = ", ".join(html.escape(str(c)) for c in df.columns)
-        return f'<p class="empty">No rows in {html.escape(name)} (columns: {cols}).</p>'
-    shown = df.head(MAX_HTML_ROWS)
-    kinds = {c: cell_kind(name, str(c)) for c in shown.columns}
-    cur = table_currency(shown, currency)
-    row_units = shown["unit"].astype(str).tolist() if "unit" in shown.columns else None
-    head = "".join(
-        f'<th class="{"txt" if kinds[c] == "text" else "num"}">{html.escape(str(c))}</th>'
-        for c in shown.columns
-    )
-    body = []
-    columns = [shown[c].tolist() for c in shown.columns]
-    for i in range(len(shown)):
-        cells = []
-        for c, values in zip(shown.columns, columns, strict=True):
-            kind = kinds[c]
-            if kind == "by_unit" and row_units is not None:
-                kind = {"share": "share", "count": "count", "s": "seconds", "bp": "bp"}.get(
-                    row_units[i], "amount"
-                )
-            unit_cur = cur[i] if isinstance(cur, list) else cur
-            if kind == "amount" and row_units is not None and row_units[i] not in ("", "amount"):
-                unit_cur = row_units[i] if row_units[i] != "quote currency" else unit_cur
-            text = format_cell(values[i], kind, unit_cur)
-            cls = "txt" if kind == "text" else "num"
-            cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    note = ""
-    if len(df) > MAX_HTML_ROWS:
-        note = (
-            f'<p class="note">First {MAX_HTML_ROWS} of {len(df)} rows; '
-            "<code>report.to_parquet()</code> writes them all.</p>"
-        )
-    return (
-        f'<div class="tbl"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>{note}"
-    )
-
-
-def headline_html(headline: pd.DataFrame) -> str:
-    """The headline metrics, one row per metric, market / limit / all orders of the set side
-    by side, each value with its 95 % interval and the orders it rests on; a note below
-    for an order type the set lacks."""
-    if headline.empty:
-        return '<p class="empty">No rows in headline: no order to report on.</p>'
-    present = set(headline["type"])
-    types = [t for t in ("market", "limit", "all") if t in present]
-    metrics = list(dict.fromkeys(headline["metric"]))
-    h = headline.set_index(["type", "metric"])
-    labels = {"all": ALL_LABEL}
-    head = '<th class="txt">metric</th>' + "".join(
-        f"<th>{html.escape(labels.get(t, f'{t} orders'))}</th>" for t in types
-    )
-    rows = []
-    for m in metrics:
-        cells = [f'<td class="txt">{html.escape(m)}</td>']
-        for t in types:
-            if (t, m) not in h.index:
-                cells.append("<td>–</td>")
-                continue
-            r = h.loc[(t, m)]
-            kind = "share" if r["unit"] == "share" else "bp"
-            value = format_cell(r["value"], kind, "")
-            ci = ""
-            if not (math.isnan(r["ci_low"]) or math.isnan(r["ci_high"])):
-                ci = (
-                    f"[{format_cell(r['ci_low'], kind, '')}, {format_cell(r['ci_high'], kind, '')}]"
-                )
-            n = f"n={int(r['orders']):,}"
-            cells.append(
-                f'<td>{html.escape(value)} <span class="ci">{html.escape(ci)} {n}</span></td>'
-            )
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    notes = "".join(
-        f'<p class="note">{html.escape(n)}</p>' for n in absent_type_notes(present - {"all"})
-    )
-    return (
-        f'<div class="tbl"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>{notes}"
-    )
-
-
 def coverage_html(notes: Sequence[str]) -> str:
     """What the set covers, under the title: no partial set reads as every order."""
     if not notes:
@@ -207,10 +134,22 @@ def coverage_html(notes: Sequence[str]) -> str:
     return f'<div class="coverage"><strong>What this set covers</strong><ul>{items}</ul></div>'
 
 
-def checks_html(checks: pd.DataFrame) -> str:
-    """The data checks collapsed: the count per check, the rows one click away."""
+#: data checks that are no data problem: the orders are real, their cost is extreme
+OUTLIER_PREFIX = "outlier "
+
+
+def check_label(check: str) -> str:
+    """A check's name in words: ``outlier quote_slippage_bp`` reads ``outlier of execution
+    slippage (bp)``."""
+    if check.startswith(OUTLIER_PREFIX):
+        return "outlier of " + column_label(check.removeprefix(OUTLIER_PREFIX))
+    return check
+
+
+def _checks_part(checks: pd.DataFrame, title: str, empty_words: str) -> str:
+    checks = checks.assign(check=checks["check"].astype(str).map(check_label))
     if checks.empty:
-        return '<p class="empty">No data check flagged anything.</p>'
+        return f'<h4>{html.escape(title)}</h4><p class="empty">{html.escape(empty_words)}</p>'
     counts = checks.groupby("check", sort=True).size().rename("orders").reset_index()
     parts = [table_html(counts, "data_check_counts")]
     for check, rows in checks.groupby("check", sort=True):
@@ -219,49 +158,95 @@ def checks_html(checks: pd.DataFrame) -> str:
             f"{table_html(rows.reset_index(drop=True), 'data_checks')}</details>"
         )
     return (
+        f"<h4>{html.escape(title)}</h4>"
         f'<details class="checks"><summary>{len(checks):,} flag(s) in {len(counts)} '
         f"check(s): show</summary>{''.join(parts)}</details>"
     )
 
 
-def _section_body(
-    s: Section, tables: Mapping[str, pd.DataFrame], figures: Mapping[str, str] | None, cur: str
+def checks_html(checks: pd.DataFrame) -> str:
+    """The data checks in two parts, each collapsed with its counts: data problems (the
+    data disagree with itself or is missing) and economic outliers (real orders with an
+    extreme cost, shown for review)."""
+    if checks.empty:
+        return '<p class="empty">Data checks: none (no check flagged anything).</p>'
+    outlier = checks["check"].astype(str).str.startswith(OUTLIER_PREFIX)
+    return _checks_part(checks[~outlier], "Data problems", "Data problems: none.") + _checks_part(
+        checks[outlier], "Economic outliers", "Economic outliers: none."
+    )
+
+
+def figures_html(
+    names: Sequence[str],
+    figures: Mapping[str, str] | None,
+    tables: Mapping[str, pd.DataFrame],
+    rule: CoverageRule,
 ) -> list[str]:
-    parts: list[str] = []
-    names = s.tables
-    figs = s.figures
-    key = s.key
-    if key == "summary":
-        parts.append(f"<h3>headline</h3>{_definition_link('headline')}")
-        parts.append(headline_html(tables.get("headline", pd.DataFrame())))
-        parts.append('<div class="summary-grid"><div>')
-        parts.append("<h3>cost decomposition</h3>" + _definition_link("cost_decomposition"))
-        decomposition = tables.get("cost_decomposition", pd.DataFrame())
-        parts.append(table_html(decomposition, "cost_decomposition", cur))
-        parts.append("</div><div>")
-        parts += _figures_html(figs, figures)
-        parts.append("</div></div>")
-        return parts
-    parts += _figures_html(figs, figures)
-    for name in names:
-        df = tables.get(name)
-        if df is None:
-            continue
-        parts.append(f"<h3>{html.escape(name.replace('_', ' '))}</h3>{_definition_link(name)}")
-        parts.append(checks_html(df) if name == "data_checks" else table_html(df, name, cur))
-    return parts
-
-
-def _figures_html(names: tuple[str, ...], figures: Mapping[str, str] | None) -> list[str]:
+    """Each chart with what it rests on, or "insufficient coverage (n of N)" instead."""
     out = []
     for name in names:
         if figures is None or name not in figures:
             continue
-        alt = html.escape(name.replace("_", " "))
+        n, total = figure_coverage(name, tables)
+        title = FIGURE_TITLES.get(name, name.replace("_", " "))
+        if not rule.enough(n, total):
+            words = f"{title}: {insufficient(n, total)}, not drawn."
+            out.append(f'<p class="tk-chart-gap" data-figure="{name}">{html.escape(words)}</p>')
+            continue
         out.append(
-            f'<figure><img alt="{alt}" src="data:image/png;base64,{figures[name]}"></figure>'
+            f'<figure data-figure="{name}">{figures[name]}'
+            f"<figcaption>{html.escape(title)}: {html.escape(coverage_words(n, total))}"
+            "</figcaption></figure>"
         )
     return out
+
+
+def orders_html(order_charts: Mapping[str, str] | None) -> str:
+    """The small chart of each worst order (its quotes, its fill, the arrival mid)."""
+    if not order_charts:
+        return ""
+    items = "".join(
+        f'<figure data-order="{html.escape(oid)}">{svg}</figure>'
+        for oid, svg in order_charts.items()
+    )
+    return (
+        f"<h3>{html.escape(DEFINITIONS['drilldown'].title)}</h3>{_definition_link('drilldown')}"
+        f'<div class="tk-orders">{items}</div>'
+    )
+
+
+def _section_body(
+    s: Section,
+    tables: Mapping[str, pd.DataFrame],
+    figures: Mapping[str, str] | None,
+    cur: str,
+    rule: CoverageRule,
+    order_charts: Mapping[str, str] | None,
+) -> list[str]:
+    parts: list[str] = []
+    if s.key == "summary":
+        parts.append(f"<h3>Headline</h3>{_definition_link('headline')}")
+        parts.append(headline_html(tables.get("headline", pd.DataFrame()), tables, rule))
+        parts.append('<div class="summary-grid"><div>')
+        parts.append("<h3>Cost decomposition</h3>" + _definition_link("cost_decomposition"))
+        decomposition = tables.get("cost_decomposition", pd.DataFrame())
+        parts.append(table_html(decomposition, "cost_decomposition", cur))
+        parts.append("</div><div>")
+        parts += figures_html(s.figures, figures, tables, rule)
+        parts.append("</div></div>")
+        return parts
+    parts += figures_html(s.figures, figures, tables, rule)
+    for name in s.tables:
+        df = tables.get(name)
+        if df is None:
+            continue
+        parts.append(f"<h3>{html.escape(table_title(name))}</h3>{_definition_link(name)}")
+        if name == "summary":
+            df = gated_summary(df, tables, rule)
+        parts.append(checks_html(df) if name == "data_checks" else table_html(df, name, cur))
+        if name == "worst_orders":
+            parts.append(orders_html(order_charts))
+    return parts
 
 
 def body_html(
@@ -272,29 +257,37 @@ def body_html(
     *,
     coverage: Sequence[str] = (),
     collapsed: bool = False,
+    rule: CoverageRule | None = None,
+    order_charts: Mapping[str, str] | None = None,
 ) -> str:
-    """The report's sections; ``figures`` maps figure names to base64 PNG (None: none).
+    """The report's sections; ``figures`` maps figure names to inline SVG (None: none).
     ``coverage``: what the set covers, as notes under the title. ``collapsed``: every
-    section but the summary inside a closed ``<details>``."""
+    section but the summary inside a closed ``<details>``. ``rule``: when a metric or a
+    chart rests on too few orders to be shown. ``order_charts``: order id -> the SVG of
+    each worst order's chart."""
+    rule = rule or CoverageRule()
     po = tables.get("per_order", pd.DataFrame())
     cur = ""
     if "currency" in po.columns:
         found = sorted(c for c in po["currency"].dropna().unique() if isinstance(c, str) and c)
         cur = found[0] if len(found) == 1 else ""
     parts = [f'<div class="tk-report"><h1>{html.escape(title)}</h1>']
+    if "cost_decomposition" in tables and "per_order" in tables:
+        parts.append(headline_sentence(tables, rule))
     if subtitle:
         parts.append(f'<p class="note">{html.escape(subtitle)}</p>')
     if coverage:
         parts.append(coverage_html(coverage))
     parts.append(
-        f"<details><summary>conventions</summary><p>{html.escape(CONVENTIONS)}</p></details>"
+        f"<details><summary>conventions</summary><p>{html.escape(CONVENTIONS)} Coverage: "
+        f"{html.escape(rule.describe())}.</p></details>"
     )
     if not collapsed:
         parts.append("<nav><ul>")
         parts += [f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in SECTIONS]
         parts.append('<li><a href="#definitions">Definitions</a></li></ul></nav>')
     for s in SECTIONS:
-        inner = _section_body(s, tables, figures, cur)
+        inner = _section_body(s, tables, figures, cur, rule, order_charts)
         if collapsed and s.key != "summary":
             parts.append(
                 f'<section id="{s.key}"><details class="section"><summary>'
@@ -341,7 +334,7 @@ __all__ = [
     "checks_html",
     "coverage_html",
     "document_html",
-    "figure_png_base64",
+    "figures_html",
     "fragment_html",
     "headline_html",
     "table_html",

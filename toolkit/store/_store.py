@@ -423,7 +423,7 @@ class OrderStore:
             f"{n}{' more' if since_text is not None else ''} {what}"
             for n, what in (
                 (market_by_source.get("live", 0), "from live sessions"),
-                (market_by_source.get("ids", 0), "from ids given by hand"),
+                (market_by_source.get("ids", 0), "added by order id"),
             )
             if n
         ]
@@ -432,14 +432,14 @@ class OrderStore:
             warnings.append(
                 f"{market_by_source.get('recording', 0)} market orders known from recordings "
                 f"since {since_text}{extra}; market orders placed while nothing was recording "
-                "or following are not listed by the service and are in this store only if "
-                "their ids were given"
+                "or following are not listed by the service and are here only if they were "
+                "added by order id"
             )
         else:
             warnings.append(
                 f"{market} market orders known{extra}: the service does not list market "
                 "orders; sync with recordings (--from-recording), follow a live session "
-                "(store.follow, toolkit record --store) or give their ids"
+                "(store.follow, toolkit record --store) or add them by order id"
             )
         last = state.get("last_sync") or {}
         if last.get("listing_error"):
