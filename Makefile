@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit live-under-load docs bench clean
+.PHONY: install demo test lint typecheck unit live-under-load stranger docs bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -36,6 +36,14 @@ LOAD ?= 2
 live-under-load: install
 	TOOLKIT_TEST_LOAD=$(LOAD) $(VENV)/bin/pytest -q -m live
 
+# a service the client has never seen: the simulator serves profiles/$(PROFILE).toml,
+# `toolkit doctor --write-profile` learns it from scratch with only the connection
+# variables, and the network tests (marker `network`) run with the profile it wrote on the
+# client side and no hand edit (tools/stranger_ci.py; results in out/$(PROFILE)-doctor.*)
+PROFILE ?= stranger
+stranger: install
+	$(PY) tools/stranger_ci.py --profile $(PROFILE)
+
 # the documentation site into out/site (offline; a warning is an error). It renders the
 # notebooks executed by `unit` and `live-under-load` (out/notebooks/) and runs any that
 # are missing or stale.
@@ -44,7 +52,7 @@ docs: install
 	mkdir -p out
 	cd out && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict --quiet -f ../mkdocs.yml
 
-test: lint typecheck unit live-under-load docs
+test: lint typecheck unit live-under-load stranger docs
 
 bench: install
 	$(PY) bench/run_all.py

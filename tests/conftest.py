@@ -1,9 +1,15 @@
 """Shared fixtures: a real simulator on loopback for every test that talks to the network,
 under each service profile of ``profiles/`` (the default and a deliberately different one).
 
-``TOOLKIT_TEST_PROFILES`` (comma-separated names of ``profiles/*.toml``) picks the profiles;
-all of them by default. The simulator's own tests (tests/sim/) pin the default profile and
-test the other one in tests/sim/test_profiles.py.
+``TOOLKIT_TEST_PROFILES`` (comma-separated names of ``profiles/*.toml``) picks the profiles
+the simulator serves; default and alt by default. ``TOOLKIT_TEST_CLIENT_PROFILE`` (a TOML
+path, e.g. the one ``toolkit doctor --write-profile`` wrote) is then what every client
+takes instead (``sim.profile``, ``service_profile``), while the simulator serves the named
+profile (``sim.served``): ``make stranger`` runs the network tests so. The simulator's own
+tests (tests/sim/) pin the default profile and test the others in their own files.
+
+Every test that takes ``service_profile``, ``sim`` or ``fresh_sim`` (the network tests of
+every capability) carries the ``network`` marker.
 
 Field conditions: the tests under ``LIVE`` (streams, recorder, order book, views, the
 notebooks that run live, the real-browser tests) carry the ``live`` marker, and
@@ -50,6 +56,19 @@ def test_profiles() -> dict[str, ServiceProfile]:
 test_profiles.__test__ = False  # type: ignore[attr-defined]
 PROFILES = test_profiles()
 
+
+def client_profile() -> ServiceProfile | None:
+    """The profile every client takes instead of the served one
+    (``TOOLKIT_TEST_CLIENT_PROFILE``, a TOML path), or None: each client takes the
+    profile the simulator serves."""
+    path = os.environ.get("TOOLKIT_TEST_CLIENT_PROFILE", "").strip()
+    return load_profile(path) if path else None
+
+
+CLIENT_PROFILE = client_profile()
+#: the fixtures that put a test on the network: it carries the ``network`` marker
+NETWORK_FIXTURES = frozenset({"service_profile", "served_profile", "sim", "fresh_sim"})
+
 # the live tests: they talk to a running engine, a stream or a browser and wait on what
 # it does (node ids relative to tests/, matched as prefixes: a folder takes every test
 # under it). test_cpu_load.py is here so the stage shows its load works.
@@ -78,10 +97,22 @@ def is_live(nodeid: str) -> bool:
     return any(rel == spec or rel.startswith(spec) for spec in LIVE)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "network: talks to the simulator on loopback (takes service_profile, sim or "
+        "fresh_sim); `make stranger` runs these under the profile toolkit doctor wrote",
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if is_live(item.nodeid):
             item.add_marker(pytest.mark.live)
+        # the simulator's own tests pin the default profile (tests/sim/conftest.py)
+        network = not item.nodeid.removeprefix("tests/").startswith("sim/")
+        if network and NETWORK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.network)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -97,9 +128,16 @@ def cpu_load() -> Iterator[CpuLoad | None]:
 
 
 @pytest.fixture(scope="session", params=list(PROFILES), ids=lambda name: f"profile={name}")
-def service_profile(request: pytest.FixtureRequest) -> ServiceProfile:
-    """The service profile both the simulator and the client take in this test."""
+def served_profile(request: pytest.FixtureRequest) -> ServiceProfile:
+    """The service profile the simulator serves in this test."""
     return PROFILES[request.param]
+
+
+@pytest.fixture(scope="session")
+def service_profile(served_profile: ServiceProfile) -> ServiceProfile:
+    """The service profile the client takes in this test: the served one, unless
+    ``TOOLKIT_TEST_CLIENT_PROFILE`` names another (``sim.profile`` is this one too)."""
+    return served_profile if CLIENT_PROFILE is None else CLIENT_PROFILE
 
 
 @pytest.fixture(scope="session")
@@ -111,17 +149,23 @@ def service_profile_file(
 
 
 @pytest.fixture(scope="session")
-def sim(service_profile: ServiceProfile) -> Iterator[Simulator]:
+def sim(service_profile: ServiceProfile, served_profile: ServiceProfile) -> Iterator[Simulator]:
     """One simulator per profile for the session, engine off so tests drive every change
     themselves. Tests that flip knobs use ``fresh_sim`` instead."""
-    with Simulator(seed=7, engine=False, history_orders=300, profile=service_profile) as s:
+    with Simulator(
+        seed=7, engine=False, history_orders=300, profile=service_profile, served=served_profile
+    ) as s:
         yield s
 
 
 @pytest.fixture
-def fresh_sim(service_profile: ServiceProfile) -> Iterator[Simulator]:
+def fresh_sim(
+    service_profile: ServiceProfile, served_profile: ServiceProfile
+) -> Iterator[Simulator]:
     """A private simulator for tests that change knobs or state."""
-    with Simulator(seed=11, engine=False, history_orders=120, profile=service_profile) as s:
+    with Simulator(
+        seed=11, engine=False, history_orders=120, profile=service_profile, served=served_profile
+    ) as s:
         yield s
 
 

@@ -30,7 +30,7 @@ def _load(ids_file: Path, out: Path) -> int:
 def test_an_ids_file_with_a_bom_loses_no_order(
     env: Simulator, tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ids = [i for i in env.control.order_ids() if i.startswith("m-")][:2]
+    ids = env.control.order_ids(type="market")[:2]
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("\n".join(ids) + "\n", encoding="utf-8-sig")
     if command == "load":
@@ -59,7 +59,7 @@ def test_a_bad_id_or_a_missing_file_is_one_line_before_anything_is_sent(
 def test_orders_not_found_are_no_python_warning_on_the_command_line(
     env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    known = next(i for i in env.control.order_ids() if i.startswith("m-"))
+    known = env.control.order_ids(type="market")[0]
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text(f"{known}\nm-000001-zzzz\n", encoding="utf-8")
     with warnings.catch_warnings(record=True) as caught:

@@ -36,7 +36,7 @@ def record_orders(sim: Simulator, root: Path, ids: list[str]) -> None:
 def test_sync_from_listing_recording_and_ids(
     env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    market = sorted(i for i in env.control.order_ids() if i.startswith("m-"))
+    market = sorted(env.control.order_ids(type="market"))
     recorded, given = market[:5], market[5:8]
     rec = tmp_path / "rec"
     record_orders(env, rec, recorded)
@@ -49,7 +49,7 @@ def test_sync_from_listing_recording_and_ids(
     )
     out = capsys.readouterr().out
     assert code == 0
-    limit = {i for i in env.control.order_ids() if i.startswith("l-")}
+    limit = set(env.control.order_ids(type="limit"))
     assert f"{len(limit)} from listing" in out and "5 from recording" in out
     assert "3 from ids" in out
     # honest coverage: market orders only from recordings, said with the date
@@ -168,7 +168,8 @@ def test_a_profile_with_the_wrong_timestamp_unit_is_one_line(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    wrong = "ms" if env.profile.orders.timestamp_unit == "s" else "s"
+    # wrong for what the service sends (the client's profile may say "auto")
+    wrong = "ms" if env.served.orders.timestamp_unit == "s" else "s"
     profile = env.profile.replace({"orders.timestamp_unit": wrong})
     monkeypatch.setenv("TOOLKIT_PROFILE", str(profile.dump(tmp_path / "wrong.toml")))
     code = main(["sync", "--store", str(tmp_path / "store")])
@@ -181,7 +182,7 @@ def test_a_profile_with_the_wrong_timestamp_unit_is_one_line(
 def test_an_ids_file_is_read_as_utf8_and_a_bad_line_is_named(
     env: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    market = sorted(i for i in env.control.order_ids() if i.startswith("m-"))[:2]
+    market = sorted(env.control.order_ids(type="market"))[:2]
     ids = tmp_path / "ids.txt"
     ids.write_bytes(b"\xef\xbb\xbf" + "\n".join(market).encode())  # saved with a BOM
     store = str(tmp_path / "store")

@@ -131,7 +131,7 @@ def test_create_then_fetch(fresh_sim: Simulator) -> None:
         created = client.create_limit_order(
             "ETH/BRL", "sell", "99999.5", quote_amount="100", client_order_id="mine-1"
         )
-        assert created["type"] == "limit" and created["status"] == "OPEN"
+        assert created["type"] == "limit" and created["status"].upper() == "OPEN"
         fetched = client.fetch_order(created["id"])
         assert fetched["id"] == created["id"] and fetched["symbol"] == "ETH/BRL"
         with pytest.raises(OrderNotFound):

@@ -167,7 +167,7 @@ def limited(fresh_sim: Simulator) -> Simulator:
 def test_loader_adapts_to_a_rate_limit_and_loses_nothing(limited: Simulator) -> None:
     # 10 a second, bursts of 10: 40 orders cannot all go through in the first second
     limited.control.set_knobs(rate_limit_per_s=10)
-    ids = sorted(i for i in limited.control.order_ids() if i.startswith("m-"))[:40]
+    ids = sorted(limited.control.order_ids(type="market"))[:40]
     with limited.client(concurrency=32) as client:
         frames = client.load_orders(ids=ids, progress=False)
         sent = client.rest.sent
@@ -182,11 +182,11 @@ def test_store_sync_adapts_to_a_rate_limit(limited: Simulator, tmp_path: Path) -
     # bursts of 10: the limiter's slow start (4, 8, 16, 32 in flight) passes them within a
     # few round trips however slow the machine; at 40 a second a busy one stayed under it
     limited.control.set_knobs(rate_limit_per_s=10)
-    ids = [i for i in limited.control.order_ids() if i.startswith("m-")]
+    ids = limited.control.order_ids(type="market")
     with limited.client(concurrency=32) as client:
         result = OrderStore(tmp_path).sync(client, ids=ids)
     assert result.rate_limited >= 1 and not result.missing
-    assert result.new == len(ids) + len({i for i in limited.control.order_ids() if i[:2] == "l-"})
+    assert result.new == len(ids) + len(limited.control.order_ids(type="limit"))
 
 
 def test_a_send_from_another_event_loop_is_not_held_back() -> None:
@@ -345,7 +345,7 @@ def test_a_load_under_a_low_rate_limit_completes_with_every_order(fresh_sim: Sim
     # 3 a second with bursts of 3: one request in flight (10 ms) is far too fast already;
     # a single retry per request (max_retries=1) was not enough before the pause and pace
     fresh_sim.control.set_knobs(rate_limit_per_s=3, latency_ms=10)
-    ids = sorted(i for i in fresh_sim.control.order_ids() if i.startswith("m-"))[:12]
+    ids = sorted(fresh_sim.control.order_ids(type="market"))[:12]
     with fresh_sim.client(concurrency=16, max_retries=1) as client:
         client.token()
         frames = client.load_orders(ids=ids, progress=False)

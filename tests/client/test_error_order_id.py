@@ -50,7 +50,7 @@ def test_a_fetch_order_404_names_the_order(sim: Simulator, call: Callable[[Clien
 def test_a_cancel_404_names_the_order(sim: Simulator) -> None:
     with sim.client() as client:
         unknown = _raised(lambda: client.cancel_limit_order(UNKNOWN_LIMIT))
-        mine = next(i for i in sim.control.order_ids() if i.startswith("l-"))
+        mine = sim.control.order_ids(type="limit")[0]
         elsewhere = _raised(lambda: client.cancel_limit_order(mine, profile_id="P2"))
         refused = _raised(lambda: client.cancel_limit_order("a/b"))
     assert isinstance(unknown, OrderNotFound) and unknown.order_id == UNKNOWN_LIMIT

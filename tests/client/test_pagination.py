@@ -206,7 +206,7 @@ def test_tokens_with_plus_slash_equals_round_trip(sim: Simulator) -> None:
 
 def test_listing_matches_the_account(sim: Simulator) -> None:
     listed = set(baseline(sim))
-    limit_ids = {i for i in sim.control.order_ids() if i.startswith("l-")}
+    limit_ids = set(sim.control.order_ids(type="limit"))
     assert listed == limit_ids
 
 

@@ -83,3 +83,18 @@ def test_read_limits_a_short_silence_tells_nothing() -> None:
 
 def test_the_default_profile_is_what_the_quiet_test_assumes() -> None:
     assert DEFAULT_PROFILE.stream.idle_limit_s > 60
+
+
+def test_an_idle_limit_is_seen_when_every_payload_came_early(tmp_path: Path) -> None:
+    """A busy service (payloads at once) with an idle limit under the wait: the doctor
+    stays silent for the rest of the wait, so the limit shows although data kept coming
+    (profiles/stranger.toml: 6 s, close 4000; it was written as unknown, 600 s)."""
+    with Simulator(
+        seed=3, engine=True, tick_interval_s=0.1, order_interval_s=0.2, history_orders=20,
+        ws_idle_limit_s=2.0, ws_limit_close_code=4000,
+    ) as busy, busy.client() as client:  # fmt: skip
+        d = diagnose(client, payload_timeout=4.0)
+    assert d["payloads.balance_free"].status == "match"  # every payload came
+    idle = d["stream.idle_limit_s"]
+    assert idle.status == "differs" and 1.9 <= idle.observed <= 4.0, idle
+    assert d["stream.keepalive_interval_s"].value < idle.value

@@ -55,7 +55,7 @@ def test_a_listing_only_report_says_it_holds_limit_orders_only(sim: Simulator) -
 
 
 def test_store_coverage_warnings_reach_the_report(sim: Simulator, tmp_path: Path) -> None:
-    market_ids = [i for i in sim.control.order_ids() if i.startswith("m-")][:15]
+    market_ids = sim.control.order_ids(type="market")[:15]
     store = OrderStore(tmp_path / "store")
     with sim.client() as client:
         store.sync(client, ids=market_ids)

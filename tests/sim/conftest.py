@@ -14,6 +14,13 @@ from toolkit.sim import Simulator
 
 
 @pytest.fixture(scope="session")
+def served_profile() -> ServiceProfile:
+    """The simulator tests serve the default profile whatever ``TOOLKIT_TEST_PROFILES``
+    says (``fresh_sim`` takes this and ``service_profile``)."""
+    return DEFAULT_PROFILE
+
+
+@pytest.fixture(scope="session")
 def service_profile() -> ServiceProfile:
     """The simulator's own tests check the default profile's wire details; the other
     profile's are checked in test_profiles.py."""

@@ -227,7 +227,7 @@ def test_a_stream_session_feeds_the_store(fresh_sim: Simulator, tmp_path: Path) 
 def test_a_followed_recorder_feeds_the_store_while_it_runs(
     fresh_sim: Simulator, tmp_path: Path
 ) -> None:
-    market = sorted(i for i in fresh_sim.control.order_ids() if i.startswith("m-"))[:3]
+    market = sorted(fresh_sim.control.order_ids(type="market"))[:3]
     store = OrderStore(tmp_path / "store")
     with fresh_sim.client() as client:
         recorder = Recorder(client, tmp_path / "rec", channels=["watchOrders"])

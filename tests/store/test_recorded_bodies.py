@@ -169,7 +169,7 @@ def test_against_the_simulator_a_recorded_session_saves_the_fetches(
 
         # a service that publishes outcomes only (limit_events = "outcome_only") sends
         # neither the new limit order's OPEN nor the EXPIRED: those two are fetched
-        every_event = client.profile.stream.limit_events == "all"
+        every_event = fresh_sim.served.stream.limit_events == "all"  # the service's
 
         async def trade() -> tuple[dict[str, str], list[tuple[str, int, str, int]]]:
             texts: list[tuple[str, int, str, int]] = []

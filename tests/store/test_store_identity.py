@@ -31,7 +31,7 @@ class Sent:
 
 
 def market_ids(sim: Simulator, n: int = 3) -> list[str]:
-    return sorted(i for i in sim.control.order_ids() if i.startswith("m-"))[:n]
+    return sorted(sim.control.order_ids(type="market"))[:n]
 
 
 def synced(sim: Simulator, root: Path) -> OrderStore:

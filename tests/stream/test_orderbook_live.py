@@ -122,7 +122,7 @@ async def test_gap_is_reconciled_with_rest(fresh_sim: Simulator) -> None:
             runner = asyncio.create_task(book.run(s))
             await until(lambda: book.reconciles == 1, what="initial reconcile")
             order = await client.acreate_limit_order("BTC/BRL", "buy", "100000", amount="0.001")
-            if fresh_sim.profile.stream.limit_events == "all":
+            if fresh_sim.served.stream.limit_events == "all":  # what the service does
                 await until(lambda: order["id"] in book, what="OPEN notification")
             else:
                 # the service publishes no OPEN event: the book learns it over REST

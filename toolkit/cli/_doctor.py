@@ -67,9 +67,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--probe-cancel",
         action="store_true",
         help="also learn where a cancel's profileId travels, from two cancels of an order "
-        "id that does not exist (profileId in the body, then in the query; needs "
-        "TOOLKIT_PROFILE_ID): nothing in the account can change, and the row says what "
-        "was sent",
+        "id that does not exist (profileId, TOOLKIT_PROFILE_ID's or a made-up one, in "
+        "the body, then in the query), and the batch cancel's route, id field and largest "
+        "batch "
+        "from batch cancels of ids that do not exist: nothing in the account can change, "
+        "and the rows say what was sent",
     )
     parser.set_defaults(func=run)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from toolkit.doctor._batch_probe import probe_batch_cancel
 from toolkit.doctor._cancel_probe import probe_cancel_placement
 from toolkit.doctor._probe import Probe
 from toolkit.doctor._report import Diagnosis, Findings, Redactor
@@ -31,14 +32,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.client._client import Client
 
 _WRITES = "only a cancel would show it, and the doctor sends none unless asked (--probe-cancel)"
+_BATCH = (
+    "only a batch cancel would show it, and the doctor sends none unless asked "
+    "(--probe-cancel: batches of order ids that do not exist)"
+)
 #: the settings a read-only check cannot see, and why
 UNOBSERVABLE: dict[str, str] = {
     "rest.cancel_path": _WRITES,
     "rest.cancel_profile_in": _WRITES,
     "rest.cancel_status": _WRITES,
-    "rest.batch_cancel_path": "only a batch cancel would show it; the doctor never writes",
-    "rest.batch_ids_field": "only a batch cancel would show it; the doctor never writes",
-    "rest.batch_cancel_max": "only batch cancels would show it; the doctor never writes",
+    "rest.batch_cancel_path": _BATCH,
+    "rest.batch_ids_field": _BATCH,
+    "rest.batch_cancel_max": _BATCH,
     "stream.limit_events": "only limit orders changing state would show it (no writes)",
     "stream.max_duration_s": "would need a connection held open for hours",
     "stream.idle_limit_s": "would need an idle connection held for minutes",
@@ -110,8 +115,11 @@ async def adiagnose(
     probe_cancel : bool, default False
         Also learn where a cancel's ``profileId`` travels, from two cancels of an order
         id that does not exist (checked absent with fetchOrder first): ``profileId`` in
-        the body, then in the query. Nothing in the account can change; the row's note
-        says what was sent. Needs the client's ``profile_id``.
+        the body, then in the query (the client's ``profile_id``, else a made-up one);
+        and the batch
+        cancel's route, id-list field and largest batch, from batch cancels of ids that
+        do not exist. Nothing in the account can change; the rows' notes say what was
+        sent.
 
     Returns
     -------
@@ -181,7 +189,8 @@ async def _run_steps(pr: Probe, deadline: float) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline
     why = f"the doctor's deadline (deadline={deadline}s for the whole run) passed"
-    steps = (*STEPS, ("cancel placement", probe_cancel_placement)) if pr.probe_cancel else STEPS
+    writes = (("cancel placement", probe_cancel_placement), ("batch cancel", probe_batch_cancel))
+    steps = (*STEPS, *writes) if pr.probe_cancel else STEPS
     for name, step in steps:
         if loop.time() >= end:
             pr.stopped(name, "not run", f"{why} before this step")
@@ -259,8 +268,11 @@ def diagnose(
     probe_cancel : bool, default False
         Also learn where a cancel's ``profileId`` travels, from two cancels of an order
         id that does not exist (checked absent with fetchOrder first): ``profileId`` in
-        the body, then in the query. Nothing in the account can change; the row's note
-        says what was sent. Needs the client's ``profile_id``.
+        the body, then in the query (the client's ``profile_id``, else a made-up one);
+        and the batch
+        cancel's route, id-list field and largest batch, from batch cancels of ids that
+        do not exist. Nothing in the account can change; the rows' notes say what was
+        sent.
 
     Returns
     -------

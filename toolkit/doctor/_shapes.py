@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from toolkit.client._auth import TTL_AUTO_MS_ABOVE, unit_in_name
-from toolkit.profile import ID_CANDIDATES
+from toolkit.profile import ID_CANDIDATES, get_path
 
 STATUSES = frozenset(
     {
@@ -220,12 +220,21 @@ def map_list_items(
     out: dict[str, str | None] = {}
     taken: set[str] = set()
     for name, test in shapes.items():
-        out[name] = _pick(items, paths, assumed.get(name, ""), test, taken)
+        # a price is looked for under a name that says so first: an integer id (spec
+        # 2.5 shows no types) is a number too
+        hinted = [p for p in paths if name != "limit_price_field" or _priceish(p)]
+        ordered = hinted + [p for p in paths if p not in hinted]
+        out[name] = _pick(items, ordered, assumed.get(name, ""), test, taken)
     stamps = [p for p in paths if p not in taken and _all(_values(items, p), time_unit)]
     out.update(_map_times(items, stamps, assumed, now))
     taken.update(v for v in out.values() if v)
     out["id_field"] = _pick_id(items, [p for p in paths if p not in taken], assumed["id_field"])
     return out
+
+
+def _priceish(path: str) -> bool:
+    name = path.lower()
+    return any(h in name for h in ("price", "px", "limit", "rate", "level", "target"))
 
 
 def _pick(
@@ -392,9 +401,68 @@ def find_list(payload: Any) -> str | None:
     return None
 
 
+_ASSET = re.compile(r"^[A-Z0-9]{2,12}$")
+
+
+def is_key_of_item(key: Any) -> bool:
+    """Whether an object's key looks like what keyed items are keyed by: a pair
+    (``BTC/BRL``) or an asset (``BTC``)."""
+    return isinstance(key, str) and (is_pair(key) or bool(_ASSET.match(key)))
+
+
+def find_keyed(payload: Any, depth: int = 3) -> str | None:
+    """The list setting of an object keyed by symbol or asset (every key a pair or an
+    asset, every value an object): ``wallet.*``, or ``*`` for the payload itself; None
+    when there is none (nearest first)."""
+    level: list[tuple[str, Any]] = [("", payload)]
+    for _ in range(depth):
+        deeper: list[tuple[str, Any]] = []
+        for path, node in level:
+            if not isinstance(node, Mapping) or not node:
+                continue
+            if all(is_key_of_item(k) and isinstance(v, Mapping) for k, v in node.items()):
+                return f"{path}.*" if path else "*"
+            deeper += [(f"{path}.{k}" if path else str(k), v) for k, v in node.items()]
+        level = deeper
+    return None
+
+
+def find_items(payload: Any) -> str | None:
+    """The list setting of a payload's items: a list of objects (:func:`find_list`),
+    else an object keyed by symbol or asset (:func:`find_keyed`)."""
+    found = find_list(payload)
+    return found if found is not None else find_keyed(payload)
+
+
+def keyed_items(payload: Any, path: str | None) -> list[tuple[str | None, Mapping[str, Any]]]:
+    """The items a list setting names with the key each was under (None for a list)."""
+    if path is None:
+        return []
+    if path == "*" or path.endswith(".*"):
+        container = path[:-2] if path.endswith(".*") else ""
+        node = payload if not container else get_path(payload, container)
+        if isinstance(node, Mapping):
+            return [(str(k), v) for k, v in node.items() if isinstance(v, Mapping)]
+        return []
+    return [(None, v) for v in list_at(payload, path)]
+
+
+def key_field(items: Sequence[tuple[str | None, Mapping[str, Any]]], found: str | None) -> str:
+    """The item setting of a symbol or an asset for keyed ``items``: ``found`` (a field of
+    the item) when every keyed item holds its key there, else ``*`` (the key)."""
+    keyed = [(k, i) for k, i in items if k is not None]
+    if not keyed:
+        return found or ""
+    if found and all(leaves(i).get(found) == k for k, i in keyed):
+        return found
+    return "*"
+
+
 def list_at(payload: Any, path: str | None) -> list[Mapping[str, Any]]:
     if path is None:
         return []
+    if path == "*" or path.endswith(".*"):
+        return [item for _, item in keyed_items(payload, path)]
     value = payload if path == "" else leaves(payload).get(path)
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
@@ -433,8 +501,9 @@ _BALANCE_HINTS = {
 def map_balance(payload: Any) -> dict[str, str | None]:
     """Balance fields by meaning: the list of assets, in each the asset (text) and
     free/locked/total (by name, else total = free + locked), and the time."""
-    lst = find_list(payload)
-    items = list_at(payload, lst)
+    lst = find_items(payload)
+    keyed = keyed_items(payload, lst)
+    items = [item for _, item in keyed]
     out: dict[str, str | None] = {"list": lst, "time": None}
     top = leaves(payload)
     out["time"] = next((p for p, v in top.items() if time_unit(v) in ("s", "ms", "iso")), None)
@@ -444,6 +513,8 @@ def map_balance(payload: Any) -> dict[str, str | None]:
     out["asset"] = next(
         (p for p, v in flat.items() if isinstance(v, str) and not is_number(v)), None
     )
+    if keyed[0][0] is not None:  # keyed by asset: a field holding the key, else the key
+        out["asset"] = key_field(keyed, out["asset"])
     numbers = [p for p, v in flat.items() if is_number(v) and time_unit(v) is None]
     left = list(numbers)
     for meaning, hints in _BALANCE_HINTS.items():

@@ -139,7 +139,9 @@ async def probe_stream(pr: Probe) -> None:
         # keeping the next connection alive (and tells the idle limit)
         await _keepalive(pr, conn)
         lows = [c.lower() for c in subscribed]
+        waited_until = asyncio.get_running_loop().time() + pr.payload_timeout
         await conn.wait_data(lows, pr.payload_timeout)
+        await _stay_silent(conn, waited_until)
         await _confirm_idle(conn)
         for channel in subscribed:
             data = {"symbol": symbol} if channel == "watchTicker" else None
@@ -158,6 +160,17 @@ async def probe_stream(pr: Probe) -> None:
         _payloads(pr, conn.first, subscribed)
         _limits(pr, conn)
         await conn.ws.close()
+
+
+async def _stay_silent(conn: _Conn, until: float) -> None:
+    """The rest of the wait without a word of ours, when every payload came early and no
+    close was seen yet: a service with an idle limit shorter than the wait closes the
+    connection now, which shows the limit (payloads do not keep a connection alive
+    everywhere: the simulator counts only what the client sends)."""
+    if conn.closes:
+        return
+    left = until - asyncio.get_running_loop().time()
+    await conn.hold(left, until=lambda: bool(conn.closes))
 
 
 #: the longest the doctor holds a kept-alive connection to confirm an idle limit
@@ -245,24 +258,38 @@ def _texts(pr: Probe, texts: dict[tuple[str, bool], str], plain: str) -> None:
 def _payloads(pr: Probe, first: dict[str, Any], subscribed: list[str]) -> None:
     f, pl = pr.findings, pr.assumed.payloads
     missing = "no payload within the wait (nothing happened on the channel)"
+    tickers = first.get("watchtickers")
+    listed: str | None = None
+    if tickers is not None:
+        assumed = pl.tickers_list
+        good = sh.list_at(tickers, assumed) if assumed or isinstance(tickers, list) else []
+        listed = assumed if good else sh.find_items(tickers)
+        f.set(
+            "payloads.tickers_list",
+            listed,
+            note=""
+            if listed is not None
+            else f"a payload arrived (fields: {_fields(tickers)[:300]}) but holds no list of "
+            "objects nor an object keyed by symbol",
+        )
+    else:
+        f.unknown("payloads.tickers_list", missing)
+    keyed = sh.keyed_items(tickers, listed) if listed and listed.endswith("*") else []
     ticker = first.get("watchticker")
+    if not isinstance(ticker, dict) and keyed:
+        ticker = dict(keyed[0][1])  # a keyed watchTickers item shows a ticker's fields
     names = ("symbol", "bid", "ask", "last", "time")
     if isinstance(ticker, dict):
         mapped = _prefer(
             ticker, sh.map_ticker(ticker), {n: getattr(pl, f"ticker_{n}") for n in names}
         )
+        if keyed:  # keyed by symbol: the field holding the key, else the key itself
+            mapped["symbol"] = sh.key_field(keyed, mapped.get("symbol"))
         for n in names:
             f.set(f"payloads.ticker_{n}", mapped.get(n), note=f"fields: {_fields(ticker)}")
     else:
         for n in names:
             f.unknown(f"payloads.ticker_{n}", missing)
-    tickers = first.get("watchtickers")
-    if tickers is not None:
-        assumed = pl.tickers_list
-        good = sh.list_at(tickers, assumed) if assumed or isinstance(tickers, list) else []
-        f.set("payloads.tickers_list", assumed if good else sh.find_list(tickers))
-    else:
-        f.unknown("payloads.tickers_list", missing)
     balance = first.get("watchbalance")
     bnames = ("list", "asset", "free", "locked", "total", "time")
     if isinstance(balance, dict | list):

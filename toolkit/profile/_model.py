@@ -76,6 +76,15 @@ class ServiceProfile:
         The WebSocket (default: ``Stream()``).
     payloads : Payloads, optional
         Ticker and balance payloads (default: ``Payloads()``).
+    simulator : mapping of str to Any, optional
+        The ``[simulator]`` table: knobs of ``toolkit.sim`` for what a simulator serving
+        this profile does beyond it (``validation_status = 422``,
+        ``payload_time_format = "iso"``...). The client ignores it; the simulator checks
+        the names and values when it starts (default: none).
+    origin : str, default ""
+        The file the profile was loaded from (``load`` sets it), so that a knob of the
+        ``[simulator]`` table the simulator refuses later is said with its file and line;
+        not compared.
 
     Raises
     ------
@@ -95,6 +104,9 @@ class ServiceProfile:
     orders: Orders = field(default_factory=Orders)
     stream: Stream = field(default_factory=Stream)
     payloads: Payloads = field(default_factory=Payloads)
+    simulator: Mapping[str, Any] = field(default_factory=dict)
+    #: the file this profile was loaded from ("" otherwise), for errors found later
+    origin: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -214,11 +226,14 @@ class ServiceProfile:
             raise located(exc, source) from None
 
     def to_dict(self) -> dict[str, Any]:
-        """Nested plain values (tuples as lists), the inverse of ``from_dict``."""
+        """Nested plain values (tuples as lists), the inverse of ``from_dict``; the
+        ``simulator`` table only when it holds a knob."""
         out: dict[str, Any] = {"name": self.name}
         for section in SECTIONS:
             table = dataclasses.asdict(getattr(self, section))
             out[section] = {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
+        if self.simulator:
+            out["simulator"] = dict(self.simulator)
         return out
 
     def replace(self, changes: Mapping[str, Any] | None = None, **kw: Any) -> ServiceProfile:
@@ -309,10 +324,11 @@ class ServiceProfile:
 def _parts(data: Mapping[str, Any]) -> dict[str, Any]:
     """The keywords of ``ServiceProfile`` for nested tables; SettingError (no file named)
     for an unknown or badly typed setting."""
-    unknown = sorted(set(data) - {"name", *SECTIONS})
+    unknown = sorted(set(data) - {"name", "simulator", *SECTIONS})
     if unknown:
         raise SettingError(
-            f"unknown section(s) {', '.join(unknown)}; known: name, {', '.join(SECTIONS)}",
+            f"unknown section(s) {', '.join(unknown)}; known: name, {', '.join(SECTIONS)}, "
+            "simulator",
             *unknown,
         )
     parts: dict[str, Any] = {}
@@ -324,7 +340,18 @@ def _parts(data: Mapping[str, Any]) -> dict[str, Any]:
     name = data.get("name", "default")
     if not isinstance(name, str):
         raise SettingError("name must be a string", "name")
-    return {"name": name, **parts}
+    return {"name": name, **parts, "simulator": _simulator_table(data.get("simulator", {}))}
+
+
+def _simulator_table(table: Any) -> dict[str, Any]:
+    """The ``[simulator]`` table as plain values (its knobs are checked by the simulator,
+    which the client never imports): a table of TOML values that are no tables."""
+    if not isinstance(table, Mapping):
+        raise SettingError("[simulator] must be a table", "simulator")
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            raise SettingError(f"simulator.{key} must be a value, not a table", f"simulator.{key}")
+    return {str(k): list(v) if isinstance(v, tuple) else v for k, v in table.items()}
 
 
 def _build_section(klass: type, section: str, table: Mapping[str, Any]) -> Any:

@@ -3,6 +3,7 @@ profile has), and the path given by ``TOOLKIT_PROFILE``."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -52,9 +53,10 @@ def load_profile(path: str | os.PathLike[str]) -> ServiceProfile:
     except tomllib.TOMLDecodeError as exc:
         raise InvalidRequest(f"profile {p} is not valid TOML: {exc}") from None
     try:
-        return ServiceProfile.from_dict(data, source=str(p))
+        profile = ServiceProfile.from_dict(data, source=str(p))
     except SettingError as exc:
         raise located(exc, str(p), setting_line(text, exc.settings)) from None
+    return dataclasses.replace(profile, origin=str(p))
 
 
 def _key(text: str) -> str:

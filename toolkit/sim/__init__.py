@@ -29,7 +29,12 @@ class Simulator:
     ``profile`` (default ``DEFAULT_PROFILE``) answers every point the spec leaves unshown:
     routes, sign-in, identity, list items, payloads, texts, codes; the knobs that duplicate
     one of its points (page sizes, connection limits, limit events, status case) start
-    from it and stay settable."""
+    from it and stay settable, and so do the knobs of its ``[simulator]`` table.
+
+    ``served`` (default: ``profile``) is the profile the simulator serves when a client
+    should take another one: ``profile`` is then only what ``client()`` (and a test's
+    clients, through ``sim.profile``) use, e.g. the profile ``toolkit doctor`` wrote for a
+    simulator serving ``profiles/stranger.toml``."""
 
     def __init__(
         self,
@@ -38,12 +43,18 @@ class Simulator:
         port: int = 0,
         *,
         profile: ServiceProfile = DEFAULT_PROFILE,
+        served: ServiceProfile | None = None,
         **knobs: Any,
     ) -> None:
-        if not isinstance(profile, ServiceProfile):
-            raise TypeError(f"profile must be a ServiceProfile, not {type(profile).__name__}")
+        served = profile if served is None else served
+        for name, given in (("profile", profile), ("served", served)):
+            if not isinstance(given, ServiceProfile):
+                raise TypeError(f"{name} must be a ServiceProfile, not {type(given).__name__}")
+        #: what a client of this simulator should take
         self.profile = profile
-        self.knobs = Knobs.from_profile(profile, seed=seed)
+        #: what the simulator serves
+        self.served = served
+        self.knobs = Knobs.from_profile(served, seed=seed)
         self.knobs.update(**knobs)
         self.host = host
         self._requested_port = port
@@ -55,6 +66,8 @@ class Simulator:
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "not started"
         shown = "" if self.profile is DEFAULT_PROFILE else f", profile={self.profile.name!r}"
+        if self.served is not self.profile:
+            shown += f", served={self.served.name!r}"
         return f"Simulator(seed={self.knobs.seed}{shown}, {where})"
 
     @property
@@ -91,7 +104,7 @@ class Simulator:
         from toolkit.sim._server import ServerThread, bind, build_app
         from toolkit.sim._state import SimState
 
-        self.state = SimState(self.knobs, profile=self.profile)
+        self.state = SimState(self.knobs, profile=self.served)
         sock = bind(self.host, self._requested_port)
         self._port = int(sock.getsockname()[1])
         server = ServerThread(build_app(self.state), sock)

@@ -92,11 +92,15 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    try:  # the knobs of the profile's [simulator] table are checked here
         sim = Simulator(
             seed=args.seed, host=args.host, port=args.port, profile=profile, **dict(args.knob)
         )
+    except InvalidRequest as exc:
+        print(f"toolkit sim: {exc}", file=sys.stderr)
+        return 1
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
         with sim:
             shown = "" if profile is DEFAULT_PROFILE else f"; profile {profile.name}"
             print(

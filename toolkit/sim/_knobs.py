@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
+from toolkit.profile._model import SettingError, located
+from toolkit.profile._toml import setting_line
 from toolkit.sim._ids import NUMERIC_IDS, NumericIds
 
 EventMode = Literal["all", "outcome_only"]
+PayloadTimeFormat = Literal["unix", "iso"]
 StatusCase = Literal["mixed", "upper", "lower"]
 
 
@@ -98,14 +102,32 @@ class Knobs:
     #: the cancel reads ``profileId`` only where ``rest.cancel_profile_in`` says (the
     #: default body placement also takes the query unless this is set)
     cancel_profile_strict: bool = False
+    #: times of ticker and balance payloads and of ``evaluatedTickers`` quotes: Unix
+    #: numbers in ``orders.timestamp_unit`` (``unix``) or ISO-8601 text (``iso``); the
+    #: spec shows neither payload, and says "Unix" only of order and trade stamps
+    payload_time_format: PayloadTimeFormat = "unix"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, profile: ServiceProfile, seed: int = 7) -> Knobs:
         """Knobs whose profile points (page sizes, batch size, connection limits, limit
-        events, status case) start from ``profile``; still settable at run time."""
+        events, status case) start from ``profile``, then the knobs of its
+        ``[simulator]`` table; still settable at run time.
+
+        Raises
+        ------
+        InvalidRequest
+            A knob of the ``[simulator]`` table is unknown or its value does not fit; the
+            message names the knob, and the profile's file and line when it was loaded
+            from one.
+        """
         knobs = cls(seed=seed)
         knobs.update(**profile_knobs(profile))
+        for name, value in profile.simulator.items():
+            try:
+                knobs.update(**{name: value})
+            except InvalidRequest as exc:
+                raise _located(profile, name, exc.message) from None
         return knobs
 
     def update(self, **changes: Any) -> None:
@@ -122,6 +144,20 @@ class Knobs:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _located(profile: ServiceProfile, name: str, message: str) -> InvalidRequest:
+    """``message`` about knob ``name`` of ``profile``'s ``[simulator]`` table, said of its
+    file and line when it came from one."""
+    setting = f"simulator.{name}"
+    error = SettingError(f"profile {message}", setting)
+    if not profile.origin:
+        return located(error, f"profile {profile.name!r}")
+    try:
+        text = Path(profile.origin).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return located(error, profile.origin)
+    return located(error, profile.origin, setting_line(text, (setting,)))
 
 
 def _number(name: str, value: Any, low: float, high: float, *, low_open: bool) -> Any:
@@ -174,6 +210,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "limit_events": ("all", "outcome_only"),
     "status_case": ("mixed", "upper", "lower"),
     "numeric_ids": NUMERIC_IDS,
+    "payload_time_format": ("unix", "iso"),
 }
 
 

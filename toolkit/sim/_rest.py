@@ -108,7 +108,7 @@ async def _guarded(
     try:
         return await handler(request, state, principal)
     except BadRequest as exc:
-        return service_error(state, int(state.knobs.validation_status), str(exc))
+        return service_error(state, _refused(state), str(exc))
 
 
 def request_token(request: Request, profile: ServiceProfile) -> str | None:
@@ -139,6 +139,12 @@ async def _json_body(request: Request, *, optional: bool = False) -> dict[str, A
     return body
 
 
+def _refused(state: SimState) -> int:
+    """The status of an input refusal (knob ``validation_status``: 400, or a gateway's
+    422), the sign-in's included."""
+    return int(state.knobs.validation_status)
+
+
 async def signin(request: Request) -> Response:
     """``signin.path``: key and secret at ``signin.key_field``/``secret_field``; the token
     and its expiry at ``signin.token_field``/``expiry_field`` (``expiry_kind``/``_unit``)."""
@@ -149,11 +155,11 @@ async def signin(request: Request) -> Response:
     try:
         body = await _json_body(request)
     except BadRequest as exc:
-        return await _with_latency(state, service_error(state, 400, str(exc)))
+        return await _with_latency(state, service_error(state, _refused(state), str(exc)))
     key, secret = get_path(body, si.key_field), get_path(body, si.secret_field)
     if not isinstance(key, str) or not isinstance(secret, str):
         text = f"{si.key_field} and {si.secret_field} are required"
-        return await _with_latency(state, service_error(state, 400, text))
+        return await _with_latency(state, service_error(state, _refused(state), text))
     state.tokens.ttl_s = float(state.knobs.token_ttl_s)
     principal = state.tokens.signin(key, secret)
     if principal is None:

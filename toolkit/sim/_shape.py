@@ -4,10 +4,21 @@ the sign-in response. Internally everything stays canonical (Unix ms, default na
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, get_path, set_path
+from toolkit.profile import (
+    DEFAULT_PROFILE,
+    EACH,
+    ServiceProfile,
+    get_path,
+    keyed_container,
+    set_path,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.sim._knobs import Knobs
 
 #: Unix timestamps at the top level of an order body (spec 2.4 and the limit fields)
 ORDER_TIMES = ("createdAt", "updatedAt", "executedAt", "expiresAt", "triggeredAt")
@@ -42,6 +53,20 @@ def seconds(ms: int | float | None) -> float | None:
     return None if ms is None else round(ms / 1000, 3)
 
 
+def iso(ms: int | float) -> str:
+    """Unix ms as ISO-8601 UTC text with milliseconds (``2026-11-27T09:23:40.637Z``)."""
+    moment = datetime.fromtimestamp(int(ms) // 1000, UTC).replace(microsecond=int(ms) % 1000 * 1000)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+
+
+def _keyed(path: str, items: Sequence[tuple[str, dict[str, Any]]]) -> Any:
+    """The keyed object ``{key: item}`` at the container of list setting ``path``
+    (``wallet.*``; ``*`` alone: the message itself)."""
+    container = keyed_container(path) or ""
+    keyed = dict(items)
+    return build(((container, keyed),)) if container else keyed
+
+
 def _amount(ms: float) -> int | float:
     """A duration or moment in seconds from ms: an integer when whole, else 3 decimals."""
     value = round(ms / 1000, 3)
@@ -52,8 +77,12 @@ class Shape:
     """The wire shapes of one profile. Every ``render`` takes canonical data and returns
     it as the profile shows it; under the default profile most of them return their input."""
 
-    def __init__(self, profile: ServiceProfile = DEFAULT_PROFILE) -> None:
+    def __init__(
+        self, profile: ServiceProfile = DEFAULT_PROFILE, knobs: Knobs | None = None
+    ) -> None:
         self.profile = profile
+        #: the simulator's knobs, read live (``payload_time_format``); None: Unix times
+        self.knobs = knobs
         p = profile
         self.in_seconds = p.orders.timestamp_unit == "s"
         self.active = frozenset(p.listing.active_statuses)
@@ -66,8 +95,7 @@ class Shape:
             "quotedAt": o.quote_time_field,
             "reason": o.quote_reason_field,
         }
-        plain_quotes = all(k == v for k, v in self._quote_names.items())
-        self._plain_orders = plain_quotes and not self.in_seconds
+        self._plain_quotes = all(k == v for k, v in self._quote_names.items())
         self._item_names = tuple((k, getattr(p.listing, f)) for k, f in _ITEM_FIELDS)
         self._plain_items = not self.in_seconds and all(k == v for k, v in self._item_names)
         self.payloads = p.payloads
@@ -76,6 +104,19 @@ class Shape:
     def ts(self, ms: int | None) -> int | float | None:
         """A canonical Unix-ms value in the profile's unit (``s``: float seconds)."""
         return seconds(ms) if self.in_seconds else ms
+
+    @property
+    def iso_payloads(self) -> bool:
+        """Whether ticker, balance and quote times go out as ISO-8601 text (the knob
+        ``payload_time_format``)."""
+        return self.knobs is not None and self.knobs.payload_time_format == "iso"
+
+    def payload_ts(self, ms: int | None) -> int | float | str | None:
+        """A payload time (ticker, balance, ``evaluatedTickers``): ISO-8601 text under
+        ``payload_time_format = "iso"``, else :meth:`ts`."""
+        if ms is not None and self.iso_payloads:
+            return iso(ms)
+        return self.ts(ms)
 
     def ms_from_input(self, value: Any) -> int | None:
         """A client's Unix timestamp in the profile's unit as ms; None when not a number.
@@ -91,7 +132,7 @@ class Shape:
     # ---------------------------------------------------------------- orders
     def order(self, body: dict[str, Any]) -> dict[str, Any]:
         """A canonical order body (fetchOrder == watchOrders) in the profile's shape."""
-        if self._plain_orders:
+        if self._plain_quotes and not self.in_seconds and not self.iso_payloads:
             return body
         if self.in_seconds:
             for key in (*ORDER_TIMES, CANCEL_TIME):
@@ -112,7 +153,8 @@ class Shape:
     def quote(self, quote: Mapping[str, Any]) -> dict[str, Any]:
         names = self._quote_names
         return build(
-            (names.get(k, k), self.ts(v) if k == "quotedAt" else v) for k, v in quote.items()
+            (names.get(k, k), self.payload_ts(v) if k == "quotedAt" else v)
+            for k, v in quote.items()
         )
 
     def list_item(self, item: dict[str, Any]) -> dict[str, Any]:
@@ -132,21 +174,28 @@ class Shape:
 
     # ---------------------------------------------------------------- payloads
     def ticker(self, t: Mapping[str, Any]) -> dict[str, Any]:
-        """A canonical ticker (``symbol bid ask last timestamp``) as ``payloads.ticker_*``."""
+        """A canonical ticker (``symbol bid ask last timestamp``) as ``payloads.ticker_*``;
+        a ``ticker_symbol`` of ``*`` (the key of a keyed tickers message) leaves the
+        symbol out."""
         pl = self.payloads
-        return build(
-            (
-                (pl.ticker_symbol, t["symbol"]),
-                (pl.ticker_bid, t["bid"]),
-                (pl.ticker_ask, t["ask"]),
-                (pl.ticker_last, t["last"]),
-                (pl.ticker_time, self.ts(t["timestamp"])),
-            )
+        fields = (
+            (pl.ticker_bid, t["bid"]),
+            (pl.ticker_ask, t["ask"]),
+            (pl.ticker_last, t["last"]),
+            (pl.ticker_time, self.payload_ts(t["timestamp"])),
         )
+        if pl.ticker_symbol == EACH:
+            return build(fields)
+        return build(((pl.ticker_symbol, t["symbol"]), *fields))
 
-    def tickers(self, rendered: list[dict[str, Any]]) -> Any:
-        """The watchTickers message around already rendered tickers."""
+    def tickers(self, rendered: list[dict[str, Any]], symbols: Sequence[str] = ()) -> Any:
+        """The watchTickers message around already rendered tickers; a ``tickers_list``
+        ending in ``*`` keys each by its symbol (``symbols``, in the same order, or the
+        one each carries)."""
         path = self.payloads.tickers_list
+        if keyed_container(path) is not None:
+            keys = list(symbols) or [str(self.ticker_symbol(t)) for t in rendered]
+            return _keyed(path, list(zip(keys, rendered, strict=True)))
         return build(((path, rendered),)) if path else rendered
 
     def ticker_symbol(self, rendered: Any) -> Any:
@@ -154,6 +203,13 @@ class Shape:
 
     def only(self, message: Any, symbols: frozenset[str]) -> Any:
         """A rendered watchTickers message keeping the tickers of ``symbols`` only."""
+        container = keyed_container(self.payloads.tickers_list)
+        if container is not None:
+            keyed = get_path(message, container)
+            if not isinstance(keyed, dict):
+                return message
+            kept = [(k, t) for k, t in keyed.items() if k in symbols]
+            return _keyed(self.payloads.tickers_list, kept)
         listed = get_path(message, self.payloads.tickers_list)
         if not isinstance(listed, list):
             return message
@@ -172,22 +228,27 @@ class Shape:
 
     def balance(self, message: Mapping[str, Any]) -> Any:
         """A canonical balance message (``balances`` rows, ``timestamp``) as
-        ``payloads.balance_*``; an empty list path makes the message the list itself."""
+        ``payloads.balance_*``; an empty list path makes the message the list itself, one
+        ending in ``*`` an object keyed by asset (whose rows carry no asset field when
+        ``balance_asset`` is ``*``)."""
         pl = self.payloads
-        rows = [
-            build(
-                (
-                    (pl.balance_asset, r["asset"]),
-                    (pl.balance_free, r["free"]),
-                    (pl.balance_locked, r["locked"]),
-                    (pl.balance_total, r["total"]),
-                )
+        rows = []
+        for r in message["balances"]:
+            fields = (
+                (pl.balance_free, r["free"]),
+                (pl.balance_locked, r["locked"]),
+                (pl.balance_total, r["total"]),
             )
-            for r in message["balances"]
-        ]
+            asset = () if pl.balance_asset == EACH else ((pl.balance_asset, r["asset"]),)
+            rows.append(build((*asset, *fields)))
         if not pl.balance_list:
             return rows
-        return build(((pl.balance_list, rows), (pl.balance_time, self.ts(message["timestamp"]))))
+        stamp = (pl.balance_time, self.payload_ts(message["timestamp"]))
+        container = keyed_container(pl.balance_list)
+        if container is None:
+            return build(((pl.balance_list, rows), stamp))
+        keyed = dict(zip((r["asset"] for r in message["balances"]), rows, strict=True))
+        return build(((container, keyed), stamp)) if container else keyed
 
     # ---------------------------------------------------------------- REST plumbing
     def error(self, text: str) -> dict[str, Any]:

@@ -66,7 +66,7 @@ class SimState(ListingMixin, WalletMixin, WireIdsMixin):
         self.knobs = knobs
         #: the service profile served; ``shape`` renders canonical data in its forms
         self.profile = profile
-        self.shape = Shape(profile)
+        self.shape = Shape(profile, knobs)
         self.tokens = TokenStore(knobs.token_ttl_s)
         self.bus = Bus()
         self.symbols = SYMBOLS
@@ -216,7 +216,7 @@ class SimState(ListingMixin, WalletMixin, WireIdsMixin):
         for sym, ticker in zip(self.symbols, tickers, strict=True):
             if symbols is None or sym in symbols:
                 self.bus.publish(("watchticker", sym), ticker)
-        self.bus.publish(("watchtickers", None), shape.tickers(tickers))
+        self.bus.publish(("watchtickers", None), shape.tickers(tickers, self.symbols))
 
     # ---------------------------------------------------------------- limit orders
     def create_limit(
