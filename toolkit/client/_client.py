@@ -7,6 +7,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import enum
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -159,6 +160,8 @@ class Client(LimitOrderWrites):
         self._loop_thread = LoopThread("toolkit-client-loop")
         self._state = ClientState.UNOPENED
         self._learned = Learned()
+        #: called with the whole order a create answered (an order book follows them)
+        self._order_listeners: list[Callable[[dict[str, Any]], Any]] = []
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Client:
@@ -194,8 +197,39 @@ class Client(LimitOrderWrites):
         of the session, the profile's, the evidence, how many requests used it). Each was
         logged once as a warning naming the line to write in the profile. Today: where a
         cancel's ``profileId`` travels (``rest.cancel_profile_in``), learnt when the
-        service refuses one placement with 400/422 and takes the other."""
+        service refuses one placement with 400/422 and takes the other; whether
+        ``watchOrders`` carries every limit state (``stream.limit_events``), learnt by an
+        order book when an order this client created is never notified."""
         return self._learned
+
+    def add_order_listener(self, fn: Callable[[dict[str, Any]], Any]) -> Callable[[], None]:
+        """Call ``fn(order)`` with the whole order each limit-order create of this client
+        answers (spec 4.4), on the thread that made the call; returns a remover.
+
+        Parameters
+        ----------
+        fn : callable
+            Takes the order dict; an exception it raises is logged, never the caller's.
+
+        Returns
+        -------
+        callable
+            Removes ``fn``.
+        """
+        self._order_listeners.append(fn)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._order_listeners.remove(fn)
+
+        return remove
+
+    def _own_order(self, order: dict[str, Any]) -> None:
+        for fn in list(self._order_listeners):
+            try:
+                fn(order)
+            except Exception:
+                logging.getLogger("toolkit.client").exception("an order listener failed")
 
     @property
     def auth(self) -> httpx.Auth | None:

@@ -73,6 +73,8 @@ class LimitOrderWrites:
 
         async def afetch_order(self, order_id: str) -> dict[str, Any]: ...
 
+        def _own_order(self, order: dict[str, Any]) -> None: ...
+
     def _profile_id(self, given: str | None) -> str:
         """The profile id to send: the one given (even an empty one, which is refused
         rather than replaced), else the client's."""
@@ -119,7 +121,9 @@ class LimitOrderWrites:
             json_body=body,
             idempotent=False,
         )
-        return _as_order(decode_json(response), response)
+        order = _as_order(decode_json(response), response)
+        self._own_order(order)
+        return order
 
     def create_limit_order(
         self,

@@ -25,6 +25,7 @@ from toolkit.stream._book_reconcile import (
     settle_delay,
 )
 from toolkit.stream._events import FINAL_STATUSES, OrderEvent, order_event
+from toolkit.stream._own_orders import watch_own_orders
 from toolkit.stream._ports import OrderSource
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -490,6 +491,7 @@ class OrderBook:
         timer: asyncio.TimerHandle | None = None
         remove = session.add_callback(inbox.take)
         self._inboxes.append(inbox)
+        stop_watch = watch_own_orders(self, session, inbox, loop, OUTCOME_ONLY_RECONCILE_S)
         try:
             if "watchorders" not in session.subscriptions:
                 await session.subscribe("watchOrders")
@@ -527,6 +529,7 @@ class OrderBook:
                 await inbox.wake.wait()
         finally:
             remove()
+            stop_watch()
             if timer is not None:
                 timer.cancel()
             try:
