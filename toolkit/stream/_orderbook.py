@@ -169,6 +169,8 @@ class OrderBook:
             found = getattr(client, "profile", None)
             profile = found if isinstance(found, ServiceProfile) else DEFAULT_PROFILE
         self.profile = profile
+        #: "auto": the service's limit events may be learnt (toolkit.stream._own_orders)
+        self._auto_interval = reconcile_interval == "auto"
         if reconcile_interval == "auto":
             outcome_only = profile.stream.limit_events == "outcome_only"
             reconcile_interval = OUTCOME_ONLY_RECONCILE_S if outcome_only else None

@@ -144,8 +144,10 @@ def watch_own_orders(
 ) -> Callable[[], None]:
     """Start an :class:`OwnOrderWatch` for ``book`` (an ``OrderBook`` following
     ``session`` through ``inbox``) when its client takes order listeners
-    (``Client.add_order_listener``); learning ``outcome_only`` gives the book a periodic
-    reconcile every ``period_s`` and one now. Returns what stops the watch."""
+    (``Client.add_order_listener``); learning ``outcome_only`` (only when the book's
+    ``reconcile_interval`` is ``"auto"``: an explicit one is the user's choice) gives the
+    book a periodic reconcile every ``period_s`` and one now. Returns what stops the
+    watch."""
     add = getattr(book._client, "add_order_listener", None)
     if not callable(add):
         return lambda: None
@@ -154,7 +156,11 @@ def watch_own_orders(
         book._reconcile_interval = period_s
         inbox.ask_reconcile()
 
-    expect = book.profile.stream.limit_events == "all" and book._reconcile_interval is None
+    expect = (
+        book._auto_interval
+        and book.profile.stream.limit_events == "all"
+        and book._reconcile_interval is None
+    )
     watch = OwnOrderWatch(book.apply, loop, outcome_only, book._client, expect_events=expect)
     remove_created = add(watch.created)
     remove_seen = session.add_callback(watch.seen)
