@@ -36,13 +36,14 @@ LOAD ?= 2
 live-under-load: install
 	TOOLKIT_TEST_LOAD=$(LOAD) $(VENV)/bin/pytest -q -m live
 
-# a service the client has never seen: the simulator serves profiles/$(PROFILE).toml,
-# `toolkit doctor --write-profile` learns it from scratch with only the connection
-# variables, and the network tests (marker `network`) run with the profile it wrote on the
-# client side and no hand edit (tools/stranger_ci.py; results in out/$(PROFILE)-doctor.*)
-PROFILE ?= stranger
+# a service the client has never seen: for each of $(PROFILE), the simulator serves
+# profiles/<name>.toml, `toolkit doctor --write-profile` learns it from scratch with only
+# the connection variables, and the network tests (marker `network`) run with the profile
+# it wrote on the client side and no hand edit (tools/stranger_ci.py; results in
+# out/<name>-doctor.*). `make stranger PROFILE=alt` runs one.
+PROFILE ?= stranger alt
 stranger: install
-	$(PY) tools/stranger_ci.py --profile $(PROFILE)
+	@for p in $(PROFILE); do $(PY) tools/stranger_ci.py --profile $$p || exit 1; done
 
 # the documentation site into out/site (offline; a warning is an error). It renders the
 # notebooks executed by `unit` and `live-under-load` (out/notebooks/) and runs any that
