@@ -97,14 +97,13 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(orders_dir)
     market = None
     if args.market is not None:
-        from toolkit.recording._read import recording_root
-        from toolkit.report._market import read_market
+        from toolkit.report._market import market_source
 
-        # the root: the report reads watchticker and watchtickers (one row per pair) and
-        # the _session rows that say where the recording has gaps (a damaged or foreign
-        # file among them is named)
+        # the root: the report's engine reads watchticker where it lies, watchtickers (one
+        # row per pair) and the _session rows that say where the recording has gaps (a
+        # damaged or foreign file among them is named)
         try:
-            market = read_market(recording_root(args.market))
+            market = market_source(args.market)
         except InvalidRequest as exc:
             raise InvalidRequest(f"--market: {exc}") from None
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)

@@ -17,7 +17,7 @@ from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
-from toolkit.report._market import read_market
+from toolkit.report._market import MarketLike, market_source
 from toolkit.report._robust import Period
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def _table_names() -> list[str]:
 
 def execution_report(
     frames: _metrics.FramesLike,
-    market: pd.DataFrame | str | os.PathLike[str] | None = None,
+    market: MarketLike | str | os.PathLike[str] | None = None,
     *,
     max_quote_age: float | None = 60.0,
     title: str = DEFAULT_TITLE,
@@ -284,7 +284,6 @@ def execution_report(
     -------
     ExecutionReport
     """
-    if market is not None and not isinstance(market, pd.DataFrame):
-        market = read_market(market)
-    tables = _metrics.all_tables(frames, market, max_quote_age=max_quote_age, compare=compare)
+    source = None if market is None else market_source(market)
+    tables = _metrics.all_tables(frames, source, max_quote_age=max_quote_age, compare=compare)
     return ExecutionReport(tables, title=title)
