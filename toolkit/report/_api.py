@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -17,6 +17,7 @@ from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
 from toolkit.report._definitions import DEFINITIONS, SECTIONS
+from toolkit.report._inputs import frames_source
 from toolkit.report._market import MarketLike, market_source
 from toolkit.report._robust import Period
 
@@ -252,7 +253,7 @@ def _table_names() -> list[str]:
 
 
 def execution_report(
-    frames: _metrics.FramesLike,
+    frames: _metrics.FramesLike | str | os.PathLike[str] | Any,
     market: MarketLike | str | os.PathLike[str] | None = None,
     *,
     max_quote_age: float | None = 60.0,
@@ -263,12 +264,16 @@ def execution_report(
 
     Parameters
     ----------
-    frames : OrderFrames
+    frames : OrderFrames, OrderStore or path
         The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
-        through ``frames.quote_fields``, the profile's mapping).
+        through ``frames.quote_fields``, the profile's mapping); an ``OrderStore`` (its
+        ``frames()``); or the folder of an export (``OrderFrames.to_parquet``, or loose
+        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``).
     market : DataFrame or path, optional
-        The root of a recording (its ``watchticker`` and ``watchtickers`` rows, one per
-        pair, and its ``_session`` rows are read), or such rows as a DataFrame (columns
+        The root of a recording, read where it lies by the report's engine (DuckDB, under
+        the memory limit ``$TOOLKIT_REPORT_MEMORY``, default 2GB, spilling to disk beyond
+        it): its ``watchticker`` files, and its ``watchtickers`` rows (one per pair) and
+        ``_session`` rows; or such rows as a DataFrame (columns
         ``symbol, bid, ask, last`` and ``timestamp``/``updated_at``/``received_at``;
         ``channel``, ``kind``, ``gap_start``, ``gap_end`` for session rows). Enables
         arrival slippage, markouts and the limit-order distances.
@@ -284,6 +289,7 @@ def execution_report(
     -------
     ExecutionReport
     """
+    orders = frames_source(frames)
     source = None if market is None else market_source(market)
-    tables = _metrics.all_tables(frames, source, max_quote_age=max_quote_age, compare=compare)
+    tables = _metrics.all_tables(orders, source, max_quote_age=max_quote_age, compare=compare)
     return ExecutionReport(tables, title=title)
