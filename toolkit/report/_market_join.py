@@ -243,12 +243,7 @@ def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
     fresh = "" if tolerance_ns is None else f"AND tg.t - tk.t <= {tolerance_ns}"
     pivot = ", ".join(f"max(px.mid) FILTER (WHERE h = {i}) AS m{i}" for i in range(len(KINDS)))
     return f"""
-    WITH tk AS (
-        SELECT m.sid, r.t, r.mid, r.spread_bp, r.o1, r.o2, r.o3
-        FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol
-        WHERE r.mid > 0 AND r.t IS NOT NULL
-    ),
-    tg AS ({" UNION ALL ".join(moments)}),
+    WITH tg AS ({" UNION ALL ".join(moments)}),
     -- backward: the last ticker at or before the moment, never a later one
     hit AS MATERIALIZED (
         SELECT tg.row, tg.h, tg.sid, tg.t, tk.t AS tick_t
@@ -312,6 +307,12 @@ def market_mids(
         con.register(
             "gaps",
             pa.table({"gs": pa.array(ticks.gap_start), "ge": pa.array(ticks.gap_end)}),
+        )
+        # a view, read twice (the ASOF JOIN needs only pair and time), never held whole
+        con.execute(
+            "CREATE TEMP VIEW tk AS SELECT m.sid, r.t, r.mid, r.spread_bp, r.o1, r.o2, r.o3 "
+            f"FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol "
+            "WHERE r.mid > 0 AND r.t IS NOT NULL"
         )
         tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
         got: pa.Table = con.sql(_join_sql(ticks, tolerance)).to_arrow_table()
