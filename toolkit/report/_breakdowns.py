@@ -244,13 +244,14 @@ def breakdown(po: pd.DataFrame) -> pd.DataFrame:
         return empty(cols)
     import pyarrow as pa
 
-    from toolkit.report._engine import connection
+    from toolkit.report._engine import arrow_text, connection
 
     def num(name: str) -> pa.Array:
         return pa.array(po[name].to_numpy(dtype="float64"), from_pandas=True)
 
     data: dict[str, pa.Array] = {
-        f"k{i}": pa.array(po[dim].astype(str).to_numpy(dtype=object), pa.string())
+        # a missing label is the text "nan", as the pandas aggregate's group became
+        f"k{i}": arrow_text(po[dim]).fill_null("nan")
         for i, dim in enumerate(BREAKDOWN_DIMENSIONS)
     }
     data["executed"] = pa.array(po["executed"].to_numpy(dtype="int64"))

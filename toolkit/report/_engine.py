@@ -13,6 +13,8 @@ from toolkit.errors import InvalidRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
+    import pandas as pd
+    import pyarrow as pa
 
 #: what the engine may hold in memory before it spills to disk (DuckDB's syntax)
 DEFAULT_MEMORY_LIMIT = "2GB"
@@ -65,3 +67,12 @@ def connection(limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
             yield con
         finally:
             con.close()
+
+
+def arrow_text(values: pd.Series) -> pa.Array:
+    """``values`` as an Arrow string array for the engine (missing: null), without a Python
+    object per row: pandas' own strings are Arrow already."""
+    import pyarrow as pa
+
+    got = pa.array(values.astype("str"))
+    return got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got

@@ -96,6 +96,7 @@ def _frame_rows(
     row's position."""
     import pyarrow as pa
 
+    from toolkit.report._engine import arrow_text
     from toolkit.report._market import naive_ns
 
     if "channel" in market.columns:
@@ -121,7 +122,7 @@ def _frame_rows(
         o1, o2, o3 = order
     table = pa.table(
         {
-            "symbol": pa.array(_text(rows, "symbol").to_numpy(dtype=object), pa.string()),
+            "symbol": arrow_text(_text(rows, "symbol")),
             "t": _ns(naive_ns(t)),
             "bid": pa.array(_num(rows, "bid").to_numpy(), from_pandas=True),
             "ask": pa.array(_num(rows, "ask").to_numpy(), from_pandas=True),
@@ -168,6 +169,7 @@ def recording_ticks(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> 
     import pyarrow as pa
 
     from toolkit.recording._read import read_recording_table
+    from toolkit.report._engine import arrow_text
 
     files = market.ticker_files
     rest = read_recording_table(
@@ -179,7 +181,7 @@ def recording_ticks(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> 
     ticker = _text(rest, "channel").str.lower() != SESSION_CHANNEL
     order = (
         received.filter(pa.array(ticker.to_numpy())),
-        pa.array(rest.loc[ticker, "connection_id"].to_numpy(dtype=object), pa.string()),
+        arrow_text(rest.loc[ticker, "connection_id"]),
         pa.array(rest.loc[ticker, "seq"].to_numpy(dtype="float64"), from_pandas=True).cast(
             pa.int64()
         ),

@@ -59,13 +59,12 @@ def quote_picks(po: pd.DataFrame, quotes: pd.DataFrame) -> Picks:
     """The picks of ``po``'s orders among ``quotes`` (``canonical_quotes``)."""
     import pyarrow as pa
 
-    from toolkit.report._engine import connection
+    from toolkit.report._engine import arrow_text, connection
     from toolkit.report._market_join import _ns
 
     n = len(po)
 
-    def text(s: pd.Series) -> pa.Array:
-        return pa.array(s.astype("str").to_numpy(dtype=object), pa.string())
+    text = arrow_text
 
     def num(s: pd.Series) -> pa.Array:
         return pa.array(s.to_numpy(dtype="float64"), from_pandas=True)
