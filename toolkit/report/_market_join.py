@@ -234,6 +234,14 @@ def _targets(po: pd.DataFrame, symbol_ids: pd.Series) -> pa.Table:
 
 
 def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
+    # no gap of the recording between the ticker used and the moment (none to look up
+    # in a recording without gaps)
+    ok = (
+        "SELECT hit.* FROM hit ASOF LEFT JOIN gaps g ON hit.t >= g.gs "
+        "WHERE g.ge IS NULL OR g.ge < hit.tick_t"
+        if len(ticks.gap_start)
+        else "SELECT * FROM hit"
+    )
     moments = [
         "SELECT row, sid, 0 AS h, created AS t FROM targets WHERE created IS NOT NULL",
         "SELECT row, sid, 1 AS h, ended AS t FROM targets WHERE ended IS NOT NULL",
@@ -252,11 +260,7 @@ def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
         FROM tg ASOF JOIN (SELECT sid, t FROM tk) tk ON tg.sid = tk.sid AND tg.t >= tk.t
         WHERE tg.t BETWEEN {ticks.start} AND {ticks.end} {fresh}
     ),
-    -- no gap of the recording between the ticker used and the moment
-    ok AS MATERIALIZED (
-        SELECT hit.* FROM hit ASOF LEFT JOIN gaps g ON hit.t >= g.gs
-        WHERE g.ge IS NULL OR g.ge < hit.tick_t
-    ),
+    ok AS MATERIALIZED ({ok}),
     px AS (
         SELECT tk.sid, tk.t, first(tk.mid ORDER BY {_LATEST}) AS mid,
                first(tk.spread_bp ORDER BY {_LATEST}) AS spread_bp
@@ -305,7 +309,10 @@ def market_mids(
                 }
             ),
         )
-        con.register("targets", _targets(po, symbol_key(po["symbol"]).map(ids)))
+        # each distinct pair of the orders keyed once, not once per order
+        pairs = pd.Series(pd.unique(po["symbol"].to_numpy(dtype=object)), dtype="str")
+        pair_ids = dict(zip(pairs, symbol_key(pairs).map(ids), strict=True))
+        con.register("targets", _targets(po, po["symbol"].map(pair_ids)))
         con.register(
             "gaps",
             pa.table({"gs": pa.array(ticks.gap_start), "ge": pa.array(ticks.gap_end)}),
