@@ -138,6 +138,10 @@ def summary(
         return empty(SUMMARY_COLUMNS)
     if by_order is None:
         by_order = maker_by_order(trades)
+    # the columns the summary reads: each order type's part copies these, not all hundred
+    used = {"orderId", "type", "venue", "currency", "executed", "notional", "tte_s"}
+    used |= {*WEIGHTS, *WEIGHTS.values(), "fill_rate"}
+    po = po[[c for c in po.columns if c in used]]
     rows = _summary_rows(po, by_order)
     # the type of each trade's order, to give market and limit orders their own trades
     ids = pd.Index(po["orderId"].to_numpy(dtype=object))
