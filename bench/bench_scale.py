@@ -2,6 +2,7 @@
 time and peak RSS, each against DuckDB doing the same work over the same files in the run.
 
     python bench/bench_scale.py [--orders 100000] [--ticks 2000000] [--data DIR] [--no-market]
+                                [--repeat 1]
 
 The inputs (``bench/_synthetic.py`` closed market orders, 3 trades and 5 quotes each, one
 per minute; a ``watchticker`` recording of 4 pairs over their span, one file per day, and
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -252,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ticks", type=int, default=2_000_000, help="watchticker rows")
     p.add_argument("--data", type=Path, default=None, help="build (or reuse) the inputs here")
     p.add_argument("--no-market", action="store_true", help="the report without a recording")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each (the median counts)")
     p.add_argument("--child", choices=["report", "duckdb"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -270,11 +273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"inputs in {data} (built or found in {time.perf_counter() - t:.0f} s, not counted)")
         market = None if args.no_market else root
         for kind in ("report", "duckdb"):
-            r = measure(kind, export, market)
+            runs = [measure(kind, export, market) for _ in range(max(1, args.repeat))]
+            seconds = sorted(float(str(r["seconds"])) for r in runs)
+            rss = max(float(str(r["peak_rss_gib"])) for r in runs)
             print(
                 f"{kind:7s} {args.orders:>10,} orders, "
                 f"{0 if args.no_market else args.ticks:>12,} ticks: "
-                f"{r['seconds']:7.1f} s, peak RSS {r['peak_rss_gib']:5.2f} GiB  {r}"
+                f"{statistics.median(seconds):7.1f} s (median of {len(runs)}: "
+                + ", ".join(f"{x:.1f}" for x in seconds)
+                + f"), peak RSS {rss:5.2f} GiB  {runs[-1]}"
             )
     return 0
 
