@@ -288,6 +288,13 @@ def execution_report(
     Returns
     -------
     ExecutionReport
+
+    Raises
+    ------
+    InvalidRequest
+        ``frames`` neither frames, a store nor an export folder; ``market`` a path that is
+        no recording, or one of its ticker files damaged or foreign (named); a memory
+        limit DuckDB does not read.
     """
     orders = frames_source(frames)
     source = None if market is None else market_source(market)
