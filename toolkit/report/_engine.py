@@ -64,6 +64,8 @@ def connection(limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
             where = f"${MEMORY_ENV}" if limit is None and os.environ.get(MEMORY_ENV) else "limit"
             raise InvalidRequest(f"report engine memory {where}={chosen!r}: {exc}") from None
         try:
+            # a long query would draw DuckDB's progress bar into the terminal or notebook
+            con.execute("SET enable_progress_bar = false")
             yield con
         finally:
             con.close()
