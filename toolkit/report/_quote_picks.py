@@ -10,14 +10,17 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-#: the quotes' order in the list breaks every remaining tie (as a stable sort would)
-_BEST = "key NULLS LAST, rank NULLS LAST, idx"
-_FIRST = "rank NULLS LAST, idx"
+#: the quotes' order in the list breaks every remaining tie (as a stable sort would); a
+#: missing rank or price key sorts last
+_BEST = "struct_pack(k := key, r := rank, i := idx)"
+_FIRST = "struct_pack(r := rank, i := idx)"
+_OWN_KEY = "struct_pack(k := key, i := idx)"
 
+# each pick is the position of a quote (fixed-size states: the grouping can spill to disk);
+# its price, venue, reason and time are read from the quotes by that position
 _PICKS = f"""
 WITH q AS (
-    SELECT o.row, q.idx, q.price, q.rank, q.exchange, q.reason, q.quoted_at,
-           o.sign * q.price AS key, q.reason <> '' AS has_reason,
+    SELECT o.row, q.idx, q.rank, o.sign * q.price AS key, q.reason <> '' AS has_reason,
            o.executed, o.executed AND q.exchange = o.venue AS own
     FROM quotes q JOIN orders o ON o.orderId = q.orderId
     WHERE q.price > 0
@@ -25,15 +28,10 @@ WITH q AS (
 SELECT row,
     count(*) AS seen,
     count(*) FILTER (WHERE has_reason) AS contingencies,
-    first(price ORDER BY {_FIRST}) FILTER (WHERE own) AS own_price,
-    first(reason ORDER BY {_FIRST}) FILTER (WHERE own) AS own_reason,
-    first(quoted_at ORDER BY {_FIRST}) FILTER (WHERE own) AS own_at,
-    first(price ORDER BY {_BEST}) FILTER (WHERE executed AND NOT has_reason) AS best_price,
-    first(exchange ORDER BY {_BEST}) FILTER (WHERE executed AND NOT has_reason) AS best_venue,
-    first(price ORDER BY {_BEST}) FILTER (WHERE executed) AS all_price,
-    first(exchange ORDER BY {_BEST}) FILTER (WHERE executed) AS all_venue,
-    first(reason ORDER BY {_BEST}) FILTER (WHERE executed) AS all_reason,
-    first(key ORDER BY key NULLS LAST, idx) FILTER (WHERE own AND NOT has_reason) AS own_key
+    arg_min_null(idx, {_FIRST}) FILTER (WHERE own) AS own,
+    arg_min_null(idx, {_BEST}) FILTER (WHERE executed AND NOT has_reason) AS best,
+    arg_min_null(idx, {_BEST}) FILTER (WHERE executed) AS overall,
+    arg_min_null(idx, {_OWN_KEY}) FILTER (WHERE own AND NOT has_reason) AS own_clean
 FROM q
 GROUP BY row
 """
@@ -95,35 +93,46 @@ def quote_picks(po: pd.DataFrame, quotes: pd.DataFrame) -> Picks:
         got: pa.Table = con.sql(_PICKS).to_arrow_table()
     row = got.column("row").to_numpy()
 
-    def floats(name: str) -> np.ndarray:
+    def counts(name: str) -> np.ndarray:
         out = np.full(n, np.nan)
         out[row] = got.column(name).to_numpy(zero_copy_only=False)
         return out
 
-    def texts(name: str, fill: str | None) -> np.ndarray:
-        out = np.full(n, fill, dtype=object)
+    def pick(name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in po, quote positions) of the orders with that pick."""
         col = got.column(name)
-        # a null string leaves Arrow as None
-        out[row] = (col if fill is None else col.fill_null(fill)).to_numpy(zero_copy_only=False)
+        has = ~col.is_null().to_numpy(zero_copy_only=False)
+        return row[has], col.fill_null(0).to_numpy().astype("int64")[has]
+
+    def floats(at: tuple[np.ndarray, np.ndarray], values: np.ndarray) -> np.ndarray:
+        out = np.full(n, np.nan)
+        out[at[0]] = values[at[1]]
         return out
 
+    def texts(at: tuple[np.ndarray, np.ndarray], values: np.ndarray, fill: object) -> np.ndarray:
+        out = np.full(n, fill, dtype=object)
+        out[at[0]] = values[at[1]]
+        return out
+
+    price = quotes["price"].to_numpy(dtype="float64")
+    exchange = quotes["exchange"].to_numpy(dtype=object)
+    reason = quotes["reason"].to_numpy(dtype=object)
+    own, best, overall, own_clean = (pick(c) for c in ("own", "best", "overall", "own_clean"))
     at = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
-    at_ns = got.column("own_at")
-    at[row] = np.where(
-        at_ns.is_null().to_numpy(zero_copy_only=False),
-        np.datetime64("NaT", "ns"),
-        at_ns.fill_null(0).to_numpy().astype("int64").view("datetime64[ns]"),
-    )
+    at[own[0]] = quotes["quoted_at"].to_numpy(dtype="datetime64[ns]")[own[1]]
+    sign = po["sign"].to_numpy(dtype="float64")
+    own_key = np.full(n, np.nan)
+    own_key[own_clean[0]] = sign[own_clean[0]] * price[own_clean[1]]
     return Picks(
-        seen=floats("seen"),
-        contingencies=floats("contingencies"),
-        own_price=floats("own_price"),
-        own_reason=texts("own_reason", ""),
+        seen=counts("seen"),
+        contingencies=counts("contingencies"),
+        own_price=floats(own, price),
+        own_reason=texts(own, reason, ""),
         own_at=at,
-        best_price=floats("best_price"),
-        best_venue=texts("best_venue", None),
-        all_price=floats("all_price"),
-        all_venue=texts("all_venue", None),
-        all_reason=texts("all_reason", ""),
-        own_key=floats("own_key"),
+        best_price=floats(best, price),
+        best_venue=texts(best, exchange, None),
+        all_price=floats(overall, price),
+        all_venue=texts(overall, exchange, None),
+        all_reason=texts(overall, reason, ""),
+        own_key=own_key,
     )
