@@ -4,20 +4,10 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkit.cli._connect import check_output_dir, check_output_file, path_arg, seconds_arg
-
-FRAME_FILES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
-
-
-@dataclass(frozen=True)
-class _ParquetFrames:
-    orders: Any
-    trades: Any
-    evaluated_tickers: Any
 
 
 def register(subparsers: Any) -> None:
@@ -59,25 +49,9 @@ def register(subparsers: Any) -> None:
 def load_frames(directory: Path) -> Any:
     """The export as ``OrderFrames`` when it is whole or has a manifest (which must then
     match); else (loose files) the frames present, read directly."""
-    missing = [n for n in FRAME_FILES if not (directory / f"{n}.parquet").is_file()]
-    if "orders" in missing:
-        from toolkit.errors import InvalidRequest
+    from toolkit.report._inputs import export_frames
 
-        raise InvalidRequest(f"no orders.parquet in {directory}")
-    from toolkit.frames._frames import OrderFrames
-
-    if not missing or (directory / "_manifest.json").exists():
-        # an export set is read whole, under its manifest: one its manifest does not
-        # match (files missing, another export's manifest) is refused, never reported as
-        # a partial or mixed set; a folder of loose files (no manifest) is read as it is
-        return OrderFrames.read_parquet(directory)
-    import pandas as pd
-
-    def read(name: str) -> pd.DataFrame:
-        path = directory / f"{name}.parquet"
-        return pd.read_parquet(path) if path.is_file() else pd.DataFrame()
-
-    return _ParquetFrames(read("orders"), read("trades"), read("evaluated_tickers"))
+    return export_frames(directory)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,14 +71,13 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(orders_dir)
     market = None
     if args.market is not None:
-        from toolkit.recording._read import recording_root
-        from toolkit.report._market import read_market
+        from toolkit.report._market import market_source
 
-        # the root: the report reads watchticker and watchtickers (one row per pair) and
-        # the _session rows that say where the recording has gaps (a damaged or foreign
-        # file among them is named)
+        # the root: the report's engine reads watchticker where it lies, watchtickers (one
+        # row per pair) and the _session rows that say where the recording has gaps (a
+        # damaged or foreign file among them is named)
         try:
-            market = read_market(recording_root(args.market))
+            market = market_source(args.market)
         except InvalidRequest as exc:
             raise InvalidRequest(f"--market: {exc}") from None
     report = execution_report(frames, market, max_quote_age=args.max_quote_age)

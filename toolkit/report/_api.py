@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -21,7 +21,8 @@ from toolkit.report._daily import daily_cost
 from toolkit.report._definitions import DEFINITIONS, OPTIONAL_TABLES, SECTIONS
 from toolkit.report._drilldown import QUOTE_COLUMNS, order_chart, worst_order_quotes
 from toolkit.report._gate import MIN_COVERAGE, MIN_ORDERS, CoverageRule
-from toolkit.report._market import read_market
+from toolkit.report._inputs import frames_source
+from toolkit.report._market import MarketLike, market_source
 from toolkit.report._robust import Period
 from toolkit.report._shown import shown
 from toolkit.report._svg import figure_svg, ink
@@ -324,8 +325,8 @@ def _table_names() -> list[str]:
 
 
 def execution_report(
-    frames: _metrics.FramesLike,
-    market: pd.DataFrame | str | os.PathLike[str] | None = None,
+    frames: _metrics.FramesLike | str | os.PathLike[str] | Any,
+    market: MarketLike | str | os.PathLike[str] | None = None,
     *,
     max_quote_age: float | None = 60.0,
     title: str = DEFAULT_TITLE,
@@ -337,12 +338,16 @@ def execution_report(
 
     Parameters
     ----------
-    frames : OrderFrames
+    frames : OrderFrames, OrderStore or path
         The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
-        through ``frames.quote_fields``, the profile's mapping).
+        through ``frames.quote_fields``, the profile's mapping); an ``OrderStore`` (its
+        ``frames()``); or the folder of an export (``OrderFrames.to_parquet``, or loose
+        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``).
     market : DataFrame or path, optional
-        The root of a recording (its ``watchticker`` and ``watchtickers`` rows, one per
-        pair, and its ``_session`` rows are read), or such rows as a DataFrame (columns
+        The root of a recording, read where it lies by the report's engine (DuckDB, under
+        the memory limit ``$TOOLKIT_REPORT_MEMORY``, default 2GB, spilling to disk beyond
+        it): its ``watchticker`` files, and its ``watchtickers`` rows (one per pair) and
+        ``_session`` rows; or such rows as a DataFrame (columns
         ``symbol, bid, ask, last`` and ``timestamp``/``updated_at``/``received_at``;
         ``channel``, ``kind``, ``gap_start``, ``gap_end`` for session rows). Enables
         arrival slippage, markouts and the limit-order distances.
@@ -362,9 +367,16 @@ def execution_report(
     Returns
     -------
     ExecutionReport
+
+    Raises
+    ------
+    InvalidRequest
+        ``frames`` neither frames, a store nor an export folder; ``market`` a path that is
+        no recording, or one of its ticker files damaged or foreign (named); a memory
+        limit DuckDB does not read.
     """
-    if market is not None and not isinstance(market, pd.DataFrame):
-        market = read_market(market)
-    tables = _metrics.all_tables(frames, market, max_quote_age=max_quote_age, compare=compare)
-    tables["worst_order_quotes"] = worst_order_quotes(frames, tables["worst_orders"])
+    orders = frames_source(frames)
+    source = None if market is None else market_source(market)
+    tables = _metrics.all_tables(orders, source, max_quote_age=max_quote_age, compare=compare)
+    tables["worst_order_quotes"] = worst_order_quotes(orders, tables["worst_orders"])
     return ExecutionReport(tables, title=title, min_coverage=min_coverage, min_orders=min_orders)

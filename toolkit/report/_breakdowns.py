@@ -138,6 +138,10 @@ def summary(
         return empty(SUMMARY_COLUMNS)
     if by_order is None:
         by_order = maker_by_order(trades)
+    # the columns the summary reads: each order type's part copies these, not all hundred
+    used = {"orderId", "type", "venue", "currency", "executed", "notional", "tte_s"}
+    used |= {*WEIGHTS, *WEIGHTS.values(), "fill_rate"}
+    po = po[[c for c in po.columns if c in used]]
     rows = _summary_rows(po, by_order)
     # the type of each trade's order, to give market and limit orders their own trades
     ids = pd.Index(po["orderId"].to_numpy(dtype=object))
@@ -237,14 +241,44 @@ BREAKDOWN_DIMENSIONS: tuple[str, ...] = (
 
 def breakdown(po: pd.DataFrame) -> pd.DataFrame:
     """The main metrics by each of symbol, side, venue, rule, order type, month, hour of
-    the day (UTC) and size bucket."""
+    the day (UTC) and size bucket: :func:`aggregate` per dimension, computed in one query
+    on the report's engine (DuckDB), groups sorted within each dimension."""
     cols = {"dimension": "str", "group": "str"} | AGG_COLUMNS
     if po.empty:
         return empty(cols)
-    parts = []
-    for dim in BREAKDOWN_DIMENSIONS:
-        a = aggregate(po, [dim]).rename(columns={dim: "group"})
-        a.insert(0, "dimension", dim)
-        a["group"] = a["group"].astype(str).astype(object)
-        parts.append(a)
-    return _conform(pd.concat(parts, ignore_index=True), cols)
+    import pyarrow as pa
+
+    from toolkit.report._engine import arrow_text, connection
+
+    def num(name: str) -> pa.Array:
+        return pa.array(po[name].to_numpy(dtype="float64"), from_pandas=True)
+
+    data: dict[str, pa.Array] = {
+        # a missing label is the text "nan", as the pandas aggregate's group became
+        f"k{i}": arrow_text(po[dim]).fill_null("nan")
+        for i, dim in enumerate(BREAKDOWN_DIMENSIONS)
+    }
+    data["executed"] = pa.array(po["executed"].to_numpy(dtype="int64"))
+    data["_one"] = pa.array(np.ones(len(po)))
+    for name in {"notional", "tte_s", *WEIGHTS, *WEIGHTS.values()} - {"_one"}:
+        data[name] = num(name)
+    # the weighted mean of each metric over the orders with a value and a positive weight
+    means = ", ".join(
+        f"fsum({m} * {w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) / "
+        f"fsum({w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) AS "
+        + ("best_venue_hit_rate" if m == "best_venue_hit" else m)
+        for m, w in WEIGHTS.items()
+    )
+    per_dimension = " UNION ALL ".join(
+        f"SELECT {i} AS d, '{dim}' AS dimension, k{i} AS \"group\", count(*) AS orders, "
+        f"sum(executed) AS executed, fsum(notional) AS notional, {means}, "
+        f"median(tte_s) AS median_tte_s FROM po GROUP BY k{i}"
+        for i, dim in enumerate(BREAKDOWN_DIMENSIONS)
+    )
+    with connection() as con:
+        con.register("po", pa.table(data))
+        got: pa.Table = con.sql(
+            f'SELECT * EXCLUDE (d) FROM ({per_dimension}) ORDER BY d, "group"'
+        ).to_arrow_table()
+    out = got.to_pandas()
+    return _conform(out, cols)

@@ -137,7 +137,8 @@ def venue_mismatch(po: pd.DataFrame) -> pd.DataFrame:
     """Executed orders whose executedExchange differs from exchange where the exchange is a
     venue (not service-managed mode, where exchange names the service itself)."""
     cols = {"exchange": "str", "venue": "str", "orders": "int64", "notional": "float64"}
-    ex = po[po["executed"] & (po["venue"] != po["exchange"]) & (po["exchange"] != "")]
+    mismatch = po["executed"] & (po["venue"] != po["exchange"]) & (po["exchange"] != "")
+    ex = po.loc[mismatch, ["exchange", "venue", "notional"]]
     if ex.empty:
         return empty(cols)
     venues = set(po.loc[po["executed"], "venue"].astype(str))

@@ -104,7 +104,8 @@ def maker_share(
     m = maker_by_order(trades) if by_order is None else by_order
     if m.empty:
         return empty(MAKER_COLUMNS)
-    venue = po.drop_duplicates("orderId").set_index("orderId")["venue"]
+    # two columns, not the per-order table's hundred, are deduplicated
+    venue = po[["orderId", "venue"]].drop_duplicates("orderId").set_index("orderId")["venue"]
     ids = m.index.to_series()
     work = m.assign(venue=ids.map(venue).fillna(NONE_LABEL).astype(str).to_numpy())
     per = work.groupby("venue", sort=True)[["trades", "maker_trades", "cost", "maker_cost"]].sum(

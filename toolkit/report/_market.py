@@ -5,17 +5,26 @@ each used only where the recording covers the moment without a gap."""
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from toolkit.report._columns import _num, _text, _time
+from toolkit.report._columns import _text, _time
 from toolkit.report._definitions import MARKOUT_HORIZONS_S
+from toolkit.report._market_join import (
+    KINDS,
+    SESSION_CHANNEL,
+    TICKER_CHANNELS,
+    RecordingMarket,
+    market_mids,
+    recording_market,
+)
 
-#: the recording channels the report reads (ticker rows, one per pair, and session rows)
-TICKER_CHANNELS = ("watchticker", "watchtickers")
-SESSION_CHANNEL = "_session"
+__all__ = ["TICKER_CHANNELS", "MarketLike", "RecordingMarket", "add_market", "market_source"]
+
+#: what the market join reads: ticker rows as a frame, or a recording's root where it lies
+MarketLike = pd.DataFrame | RecordingMarket
 #: session kinds that carry the span of a gap (``gap_start`` .. ``gap_end``)
 _GAP_KINDS = ("gap", "dropped")
 _OPENS = ("disconnected",)
@@ -30,14 +39,12 @@ def read_market(root: str | os.PathLike[str]) -> pd.DataFrame:
     return read_recording(root, channel=[*TICKER_CHANNELS, SESSION_CHANNEL])
 
 
-class Market(NamedTuple):
-    """A recording reduced to what the metrics need (naive UTC nanoseconds throughout)."""
-
-    ticks: pd.DataFrame  # _sym, _t, _tick_t, mid, spread_bp; sorted by _t
-    start: Any  # first moment the recording saw (np.datetime64 or NaT)
-    end: Any  # last moment the recording saw
-    gap_start: np.ndarray  # disjoint gaps, sorted
-    gap_end: np.ndarray
+def market_source(market: MarketLike | str | os.PathLike[str]) -> MarketLike:
+    """``market`` as the join reads it: a frame as it is, a path as the root of a recording
+    (checked here: InvalidRequest when it is none), read later by the engine."""
+    if isinstance(market, pd.DataFrame | RecordingMarket):
+        return market
+    return recording_market(market)
 
 
 def symbol_key(s: pd.Series) -> pd.Series:
@@ -90,57 +97,6 @@ def _gaps(session: pd.DataFrame, end: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.array(merged_s, dtype="datetime64[ns]"), np.array(merged_e, dtype="datetime64[ns]")
 
 
-def market_of(market: pd.DataFrame) -> Market | None:
-    """``market`` (ticker rows, with or without ``_session`` rows) as a :class:`Market`."""
-    if "channel" in market.columns:
-        channel = _text(market, "channel").str.lower()
-        session = market[channel == SESSION_CHANNEL]
-        rows = market[channel != SESSION_CHANNEL]
-    else:
-        session, rows = market.iloc[0:0], market
-    bid, ask, last = _num(rows, "bid"), _num(rows, "ask"), _num(rows, "last")
-    two_sided = (bid > 0) & (ask > 0) & (ask >= bid)
-    mid = ((bid + ask) / 2).where(two_sided, last)
-    # the ticker's service time (a recording keeps it as updated_at), else when it arrived
-    t = _time(rows, "timestamp")
-    for fallback in ("updated_at", "received_at"):
-        if fallback in rows.columns:
-            t = t.where(t.notna(), _time(rows, fallback))
-    seen = [naive_ns(t)]
-    for frame in (rows, session):
-        if "received_at" in frame.columns and len(frame):
-            seen.append(naive_ns(_time(frame, "received_at")))
-    every = np.concatenate(seen) if seen else np.array([], dtype="datetime64[ns]")
-    every = every[~np.isnat(every)]
-    if len(every) == 0:
-        return None
-    start, end = every.min(), every.max()
-    tt = naive_ns(t)
-    mk = pd.DataFrame(
-        {
-            "_sym": symbol_key(_text(rows, "symbol")).to_numpy(),
-            "_t": tt,
-            "_tick_t": tt,
-            "mid": mid.to_numpy(),
-            "spread_bp": ((ask - bid) / mid * 1e4).where(two_sided).to_numpy(),
-        }
-    )
-    mk = mk[(mk["mid"] > 0) & mk["_t"].notna()]
-    gs, ge = _gaps(session, end)
-    return Market(mk.sort_values("_t", kind="stable").reset_index(drop=True), start, end, gs, ge)
-
-
-def _in_gap(m: Market, tick_t: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """True where a gap of the recording overlaps [tick time, target]."""
-    if len(m.gap_start) == 0:
-        return np.zeros(len(target), dtype=bool)
-    idx = np.searchsorted(m.gap_start, target, side="right") - 1
-    ok = idx >= 0
-    out = np.zeros(len(target), dtype=bool)
-    out[ok] = m.gap_end[idx[ok]] >= tick_t[ok]
-    return out
-
-
 def execution_anchor(po: pd.DataFrame, trade_time: pd.Series | None) -> pd.Series:
     """t0 of the markouts: executedAt, else the time of the order's last trade."""
     t0 = po["executedAt"]
@@ -151,55 +107,27 @@ def execution_anchor(po: pd.DataFrame, trade_time: pd.Series | None) -> pd.Serie
 
 def add_market(
     po: pd.DataFrame,
-    market: pd.DataFrame | None,
+    market: MarketLike | None,
     max_quote_age: float | None,
     trade_time: pd.Series | None = None,
 ) -> pd.DataFrame:
     """Arrival mid/spread and markouts of the executed orders, where the recording covers
-    the moment (inside its span, no gap between the ticker used and the moment)."""
+    the moment (inside its span, no gap between the ticker used and the moment): the join
+    runs on the report's engine (``_market_join``), the market never loaded into pandas
+    when it is a recording's root."""
     po["markout_anchor"] = execution_anchor(po, trade_time)
-    if market is None or len(market) == 0 or len(po) == 0:
+    if market is None or len(po) == 0:
         return po
-    m = market_of(market)
-    if m is None or m.ticks.empty:
+    if isinstance(market, pd.DataFrame) and len(market) == 0:
         return po
-    tolerance = None if max_quote_age is None else pd.Timedelta(seconds=max_quote_age)
-    base = pd.DataFrame({"_row": np.arange(len(po)), "_sym": symbol_key(po["symbol"]).to_numpy()})
-    executed = po["executed"].to_numpy()
-    anchor = po["markout_anchor"]
-    targets = [base.assign(_h="created", _t=naive_ns(po["createdAt"]))]
-    if "endedAt" in po.columns:
-        targets.append(base.assign(_h="ended", _t=naive_ns(po["endedAt"])))
-    targets += [
-        base[executed].assign(_h=str(h), _t=naive_ns(anchor[executed] + pd.Timedelta(seconds=h)))
-        for h in MARKOUT_HORIZONS_S
-    ]
-    left = pd.concat(targets, ignore_index=True).dropna(subset=["_t"])
-    left = left.sort_values("_t", kind="stable")
-    if left.empty:
+    got = market_mids(po, market, max_quote_age)
+    if got is None:
         return po
-    # backward: the last ticker at or before the target time, never a later one
-    got = pd.merge_asof(
-        left, m.ticks, on="_t", by="_sym", direction="backward", tolerance=tolerance
-    )
-    got = got.dropna(subset=["mid"])
-    target = got["_t"].to_numpy(dtype="datetime64[ns]")
-    tick_t = got["_tick_t"].to_numpy(dtype="datetime64[ns]")
-    inside = (target >= m.start) & (target <= m.end) & ~_in_gap(m, tick_t, target)
-    got = got[inside]
-    # one row of mids per target kind, one column per order (positions are po's index)
-    kinds = ["created", "ended", *(str(h) for h in MARKOUT_HORIZONS_S)]
-    code = got["_h"].map({k: i for i, k in enumerate(kinds)}).to_numpy(dtype="int64")
-    row = got["_row"].to_numpy(dtype="int64")
-    mids = np.full((len(kinds), len(po)), np.nan)
-    mids[code, row] = got["mid"].to_numpy(dtype="float64")
-    spreads = np.full(len(po), np.nan)
-    created = code == 0
-    spreads[row[created]] = got["spread_bp"].to_numpy(dtype="float64")[created]
+    mids, spreads = got
     sign, avg = po["sign"], po["average"]
 
     def at(h: str) -> pd.Series:
-        return pd.Series(mids[kinds.index(h)], index=po.index)
+        return pd.Series(mids[KINDS.index(h)], index=po.index)
 
     po["creation_mid"] = at("created")
     po["end_mid"] = at("ended")

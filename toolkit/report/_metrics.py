@@ -39,7 +39,7 @@ from toolkit.report._fills import (
 )
 from toolkit.report._latency import time_to_execution
 from toolkit.report._limits import fill_probability, limit_summary
-from toolkit.report._market import markouts
+from toolkit.report._market import MarketLike, markouts
 from toolkit.report._per_order import (
     EXECUTED_STATUSES,
     LIMIT_OUTCOMES,
@@ -92,7 +92,7 @@ __all__ = [
 
 def all_tables(
     frames: FramesLike,
-    market: pd.DataFrame | None = None,
+    market: MarketLike | None = None,
     *,
     max_quote_age: float | None = 60.0,
     compare: Sequence[Period] | None = None,

@@ -19,7 +19,7 @@ from toolkit.report._columns import (
 )
 from toolkit.report._decomposition import add_decomposition
 from toolkit.report._limits import add_limit_columns, add_limit_mids
-from toolkit.report._market import add_market
+from toolkit.report._market import MarketLike, add_market
 from toolkit.report._quotes import canonical_quotes
 from toolkit.report._routing import add_fills, add_quotes
 
@@ -150,7 +150,7 @@ def trade_totals(trades: pd.DataFrame | None) -> pd.DataFrame:
 
 def per_order(
     frames: FramesLike | Deduplicated,
-    market: pd.DataFrame | None = None,
+    market: MarketLike | None = None,
     *,
     max_quote_age: float | None = 60.0,
 ) -> pd.DataFrame:

@@ -106,6 +106,9 @@ def headline(po: pd.DataFrame, *, resamples: int = BOOTSTRAP_RESAMPLES) -> pd.Da
     value (weights as ``HEADLINE`` says), bootstrap 95 % interval."""
     if po.empty:
         return empty(HEADLINE_COLUMNS)
+    # each type's part copies the columns read, not the per-order table's hundred
+    used = {"type", *(col for _, col, _, _ in HEADLINE), *(w for *_, w in HEADLINE)}
+    po = po[[c for c in po.columns if c in used]]
     rows = []
     for t in HEADLINE_TYPES:
         part = po if t == "all" else po[po["type"] == t]
@@ -160,6 +163,7 @@ def robust(po: pd.DataFrame) -> pd.DataFrame:
         "p90_bp": "float64",
     }
     rows = []
+    po = po[["type", "notional", *(col for _, col in ROBUST_METRICS)]]
     for t in HEADLINE_TYPES:
         part = po if t == "all" else po[po["type"] == t]
         for label, col in ROBUST_METRICS:

@@ -9,78 +9,30 @@ import pandas as pd
 
 from toolkit.report._columns import _num, _text
 from toolkit.report._definitions import AT_QUOTE_TOLERANCE_BP, FULL_FILL
-
-
-def _first(pos: np.ndarray, *keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each order position, the index of its first quote ordered by ``keys`` (the
-    last key sorts first): (positions, quote indexes)."""
-    order = np.lexsort((*keys, pos))
-    p = pos[order]
-    first = np.ones(len(p), dtype=bool)
-    first[1:] = p[1:] != p[:-1]
-    return p[first], order[first]
+from toolkit.report._quote_picks import quote_picks
 
 
 def add_quotes(po: pd.DataFrame, quotes: pd.DataFrame | None) -> pd.DataFrame:
     """Quote metrics from ``quotes`` (``canonical_quotes``: the report's own column names):
     the executing venue's own quote (its first by rank), the best clean quote (buy: the
-    lowest, sell: the highest; ties by rank), the overall best (any reason), the hit."""
+    lowest, sell: the highest; ties by rank), the overall best (any reason), the hit. The
+    picks among the quotes run on the report's engine (``_quote_picks``)."""
     if quotes is None or len(quotes) == 0:
         return po
-    n = len(po)
-    q = quotes[quotes["price"] > 0]
-    ids = pd.Index(po["orderId"].to_numpy(dtype=object))
-    pos = ids.get_indexer(q["orderId"].to_numpy(dtype=object))
-    mine = pos >= 0
-    pos = pos[mine]
-    price = q["price"].to_numpy(dtype="float64")[mine]
-    rank = q["rank"].to_numpy(dtype="float64")[mine]
-    exchange = q["exchange"].to_numpy(dtype=object)[mine]
-    reason = q["reason"].to_numpy(dtype=object)[mine]
-    has_reason = reason != ""
-    seen = np.bincount(pos, minlength=n).astype("float64")
-    po["quotes_seen"] = np.where(seen > 0, seen, np.nan)
-    cont = np.bincount(pos, weights=has_reason.astype("float64"), minlength=n)
-    po["contingencies"] = np.where(seen > 0, cont, np.nan)
-
-    executed = po["executed"].to_numpy(dtype=bool)[pos]
-    sign = po["sign"].to_numpy(dtype="float64")[pos]
-    venue = po["venue"].to_numpy(dtype=object)[pos]
-    key = sign * price  # smallest for the lowest buy quote and the highest sell quote
-
-    def pick(mask: np.ndarray, *keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        idx = np.flatnonzero(mask)
-        at, first = _first(pos[idx], *(k[idx] for k in keys))
-        return at, idx[first]
-
-    def column(at: np.ndarray, values: np.ndarray, fill: object = np.nan) -> np.ndarray:
-        out = np.full(n, fill, dtype=values.dtype if fill is not np.nan else "float64")
-        out[at] = values
-        return out
-
-    own_at, own = pick(executed & (exchange == venue), rank)
-    po["quote"] = column(own_at, price[own])
-    po["quote_reason"] = column(own_at, reason[own], "").astype(object)
+    k = quote_picks(po, quotes)
+    po["quotes_seen"] = k.seen
+    po["contingencies"] = k.contingencies
+    po["quote"] = k.own_price
+    po["quote_reason"] = k.own_reason
     po["quote_slippage_bp"] = po["sign"] * (po["average"] - po["quote"]) / po["quote"] * 1e4
-    if "quoted_at" in q.columns:
-        quoted = q["quoted_at"].to_numpy(dtype="datetime64[ns]")[mine]
-        at = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
-        at[own_at] = quoted[own]
-        age = po["executedAt"].to_numpy(dtype="datetime64[ns]") - at
+    if "quoted_at" in quotes.columns:
+        age = po["executedAt"].to_numpy(dtype="datetime64[ns]") - k.own_at
         po["quote_age_s"] = age / np.timedelta64(1, "s")
-
-    clean = executed & ~has_reason
-    best_at, best = pick(clean, rank, key)
-    po["best_quote"] = column(best_at, price[best])
-    best_venue = np.full(n, None, dtype=object)
-    best_venue[best_at] = exchange[best]
-    po["best_venue"] = best_venue
-    all_at, overall = pick(executed, rank, key)
-    po["overall_best_quote"] = column(all_at, price[overall])
-    overall_venue = np.full(n, None, dtype=object)
-    overall_venue[all_at] = exchange[overall]
-    po["overall_best_venue"] = overall_venue
-    po["overall_best_reason"] = column(all_at, reason[overall], "").astype(object)
+    po["best_quote"] = k.best_price
+    po["best_venue"] = k.best_venue
+    po["overall_best_quote"] = k.all_price
+    po["overall_best_venue"] = k.all_venue
+    po["overall_best_reason"] = k.all_reason
 
     bq = po["sign"] * (po["average"] - po["best_quote"]) / po["best_quote"] * 1e4
     po["best_quote_slippage_bp"] = bq
@@ -92,8 +44,7 @@ def add_quotes(po: pd.DataFrame, quotes: pd.DataFrame | None) -> pd.DataFrame:
     po["routing_outcome"] = po["routing_outcome"].astype(object).replace("", np.nan)
     # a hit: the executing venue offered a clean quote at the best price (a tie is a hit,
     # whichever of the tied venues the list names first)
-    own_clean_at, own_clean = pick(clean & (exchange == venue), key)
-    own_key = pd.Series(column(own_clean_at, key[own_clean]), index=po.index)
+    own_key = pd.Series(k.own_key, index=po.index)
     best_key = po["sign"] * po["best_quote"]
     tie = (own_key - best_key).abs() <= AT_QUOTE_TOLERANCE_BP * 1e-4 * po["best_quote"]
     hit = ((po["venue"] == po["best_venue"]) | tie).astype("float64")

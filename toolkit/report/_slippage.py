@@ -48,6 +48,8 @@ def slippage(po: pd.DataFrame) -> pd.DataFrame:
         "arrival slippage": "arrival_slippage_bp",
         "arrival slippage (half-spreads)": "arrival_slippage_half_spreads",
     }
+    # each type's part copies the columns read, not the per-order table's hundred
+    po = po[["type", "notional", *metrics.values()]]
     for t in ("market", "limit", "all"):
         part = po if t == "all" else po[po["type"] == t]
         for label, col in metrics.items():
@@ -59,7 +61,7 @@ def slippage(po: pd.DataFrame) -> pd.DataFrame:
 def routing(po: pd.DataFrame) -> pd.DataFrame:
     """Shares of orders improved / at / worse than the best clean quote."""
     cols = {"outcome": "str", "orders": "int64", "share": "float64", "notional_share": "float64"}
-    r = po.dropna(subset=["routing_outcome"])
+    r = po[["routing_outcome", "notional"]].dropna(subset=["routing_outcome"])
     if r.empty:
         return empty(cols)
     g = r.groupby("routing_outcome")

@@ -1,0 +1,334 @@
+"""The market join on the report's engine (DuckDB): per order the mid at creation, at its end
+and at each markout horizon, and the spread at creation, by ASOF JOIN of the orders' moments
+with a recording's tickers, read where they lie (Parquet) or registered (a frame), used only
+where the recording covers the moment without a gap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from toolkit.report._columns import _num, _text, _time
+from toolkit.report._definitions import MARKOUT_HORIZONS_S
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import pyarrow as pa
+
+#: the recording channels the report reads (ticker rows, one per pair, and session rows)
+TICKER_CHANNEL = "watchticker"
+TICKERS_CHANNEL = "watchtickers"
+TICKER_CHANNELS = (TICKER_CHANNEL, TICKERS_CHANNEL)
+SESSION_CHANNEL = "_session"
+#: what the join finds per order: one mid per kind of moment, in this order
+KINDS: tuple[str, ...] = ("created", "ended", *(str(h) for h in MARKOUT_HORIZONS_S))
+_NS = 1_000_000_000
+
+# mid: (bid + ask) / 2 of a two-sided quote, else the last price; spread only when two-sided
+_TWO_SIDED = "bid > 0 AND ask > 0 AND ask >= bid"
+_PRICES = (
+    f"CASE WHEN {_TWO_SIDED} THEN (bid + ask) / 2 ELSE last END AS mid, "
+    f"CASE WHEN {_TWO_SIDED} THEN (ask - bid) / ((bid + ask) / 2) * 1e4 END AS spread_bp"
+)
+#: the columns read through ``read_recording``: the read order, the tickers and the gaps
+_REST_COLUMNS = [
+    *("received_at", "connection_id", "seq", "channel", "symbol", "updated_at"),
+    *("bid", "ask", "last", "kind", "gap_start", "gap_end"),
+]
+# the order of rows a tie at one (pair, time) is settled by: the latest row read wins
+_LATEST = "o1 DESC, o2 DESC NULLS FIRST, o3 DESC NULLS FIRST"
+
+
+class RecordingMarket(NamedTuple):
+    """The root of a recording, read by the engine where it lies (not loaded into pandas),
+    and its ``watchticker`` files, checked (a damaged or foreign one is named at once)."""
+
+    root: Path
+    ticker_files: tuple[str, ...]
+
+
+def recording_market(root: str | os.PathLike[str]) -> RecordingMarket:
+    """The recording at ``root`` for the join; InvalidRequest when it is none or one of
+    its ``watchticker`` files is damaged or foreign."""
+    from toolkit.recording._badfiles import recording_files
+    from toolkit.recording._read import recording_root
+
+    path = recording_root(root)
+    files, _ = recording_files(path, [TICKER_CHANNEL])
+    return RecordingMarket(path, tuple(files))
+
+
+class Ticks(NamedTuple):
+    """Ticker rows as the engine reads them, and the recording's span and gaps."""
+
+    relation: str  # SQL: symbol, t (ns), mid, spread_bp, o1, o2, o3 (the read order)
+    start: int  # first moment the recording saw (ns since the epoch, UTC)
+    end: int  # last moment it saw
+    gap_start: np.ndarray  # int64 ns, disjoint, sorted
+    gap_end: np.ndarray
+
+
+class Mids(NamedTuple):
+    """Per order (columns, in the order of ``po``): one row of mids per :data:`KINDS`, and
+    the spread at creation in bp; NaN where the recording does not cover the moment."""
+
+    mids: np.ndarray
+    spread_bp: np.ndarray
+
+
+def _ns(values: Any) -> pa.Array:
+    """datetime64[ns] values as an int64 Arrow array, NaT as null."""
+    import pyarrow as pa
+
+    arr = np.asarray(values, dtype="datetime64[ns]")
+    return pa.array(arr.view("int64"), mask=np.isnat(arr))
+
+
+def _frame_rows(
+    market: pd.DataFrame, order: tuple[Any, Any, Any] | None
+) -> tuple[pa.Table, list[Any], pd.DataFrame]:
+    """A frame's ticker rows as the engine's columns, every moment it saw (naive ns arrays)
+    and its ``_session`` rows. ``order``: the three columns of the read order, default the
+    row's position."""
+    import pyarrow as pa
+
+    from toolkit.report._engine import arrow_text
+    from toolkit.report._market import naive_ns
+
+    if "channel" in market.columns:
+        channel = _text(market, "channel").str.lower()
+        session = market[channel == SESSION_CHANNEL]
+        rows = market[channel != SESSION_CHANNEL]
+    else:
+        session, rows = market.iloc[0:0], market
+    # the ticker's service time (a recording keeps it as updated_at), else when it arrived
+    t = _time(rows, "timestamp")
+    for fallback in ("updated_at", "received_at"):
+        if fallback in rows.columns:
+            t = t.where(t.notna(), _time(rows, fallback))
+    seen = [naive_ns(t)]
+    for frame in (rows, session):
+        if "received_at" in frame.columns and len(frame):
+            seen.append(naive_ns(_time(frame, "received_at")))
+    if order is None:
+        o1: Any = pa.array(np.arange(len(rows), dtype="int64"))
+        o2: Any = pa.nulls(len(rows), pa.string())
+        o3: Any = pa.nulls(len(rows), pa.int64())
+    else:
+        o1, o2, o3 = order
+    table = pa.table(
+        {
+            "symbol": arrow_text(_text(rows, "symbol")),
+            "t": _ns(naive_ns(t)),
+            "bid": pa.array(_num(rows, "bid").to_numpy(), from_pandas=True),
+            "ask": pa.array(_num(rows, "ask").to_numpy(), from_pandas=True),
+            "last": pa.array(_num(rows, "last").to_numpy(), from_pandas=True),
+            "o1": o1,
+            "o2": o2,
+            "o3": o3,
+        }
+    )
+    return table, seen, session
+
+
+def _span(seen: list[Any]) -> tuple[int, int] | None:
+    every = np.concatenate(seen) if seen else np.array([], dtype="datetime64[ns]")
+    every = every[~np.isnat(every)]
+    if len(every) == 0:
+        return None
+    return int(every.min().view("int64")), int(every.max().view("int64"))
+
+
+def _gap_arrays(session: pd.DataFrame, end: int) -> tuple[np.ndarray, np.ndarray]:
+    from toolkit.report._market import _gaps
+
+    gs, ge = _gaps(session, np.datetime64(end, "ns"))
+    return gs.view("int64"), ge.view("int64")
+
+
+def frame_ticks(con: duckdb.DuckDBPyConnection, market: pd.DataFrame) -> Ticks | None:
+    """Ticker (and ``_session``) rows of a frame, registered with the engine."""
+    table, seen, session = _frame_rows(market, None)
+    span = _span(seen)
+    if span is None:
+        return None
+    con.register("market_frame", table)
+    relation = f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_frame"
+    return Ticks(relation, span[0], span[1], *_gap_arrays(session, span[1]))
+
+
+def recording_ticks(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> Ticks | None:
+    """A recording's tickers: the ``watchticker`` files read by the engine where they lie;
+    ``watchtickers`` (one row per pair, split from each message) and ``_session`` rows
+    through ``read_recording``. The read order is (received_at, connection_id, seq), as
+    ``read_recording`` sorts. A damaged or foreign file raises InvalidRequest naming it."""
+    import pyarrow as pa
+
+    from toolkit.recording._read import read_recording_table
+    from toolkit.report._engine import arrow_text
+
+    files = market.ticker_files
+    rest = read_recording_table(
+        market.root,
+        [TICKERS_CHANNEL, SESSION_CHANNEL],
+        columns=_REST_COLUMNS,
+    ).to_pandas()
+    received = _ns(_time(rest, "received_at").to_numpy(dtype="datetime64[ns]"))
+    ticker = _text(rest, "channel").str.lower() != SESSION_CHANNEL
+    order = (
+        received.filter(pa.array(ticker.to_numpy())),
+        arrow_text(rest.loc[ticker, "connection_id"]),
+        pa.array(rest.loc[ticker, "seq"].to_numpy(dtype="float64"), from_pandas=True).cast(
+            pa.int64()
+        ),
+    )
+    table, seen, session = _frame_rows(rest, order)
+    con.register("market_rest", table)
+    parts = [f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_rest"]
+    if files:
+        listed = ", ".join("'" + os.fspath(f).replace("'", "''") + "'" for f in files)
+        con.execute(
+            "CREATE TEMP VIEW market_files AS SELECT symbol, "
+            "coalesce(epoch_ns(updated_at), epoch_ns(received_at)) AS t, bid, ask, last, "
+            "epoch_ns(received_at) AS o1, connection_id AS o2, seq AS o3 "
+            f"FROM read_parquet([{listed}], union_by_name = true)"
+        )
+        lo_t, hi_t, lo_r, hi_r = con.execute(
+            "SELECT min(t), max(t), min(o1), max(o1) FROM market_files"
+        ).fetchone() or (None, None, None, None)
+        seen += [
+            np.array([v for v in (lo_t, hi_t, lo_r, hi_r) if v is not None], dtype="int64").view(
+                "datetime64[ns]"
+            )
+        ]
+        parts.append(f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_files")
+    span = _span(seen)
+    if span is None:
+        return None
+    return Ticks(" UNION ALL ".join(parts), span[0], span[1], *_gap_arrays(session, span[1]))
+
+
+def _targets(po: pd.DataFrame, symbol_ids: pd.Series) -> pa.Table:
+    """One row per order: its position, pair id and the moments the join looks up."""
+    import pyarrow as pa
+
+    from toolkit.report._market import naive_ns
+
+    ended = po["endedAt"] if "endedAt" in po.columns else pd.Series(pd.NaT, index=po.index)
+    return pa.table(
+        {
+            "row": pa.array(np.arange(len(po), dtype="int64")),
+            "sid": pa.array(symbol_ids.to_numpy(dtype="float64"), from_pandas=True).cast(
+                pa.int64()
+            ),
+            "created": _ns(naive_ns(po["createdAt"])),
+            "ended": _ns(naive_ns(ended)),
+            "anchor": _ns(naive_ns(po["markout_anchor"])),
+            "executed": pa.array(po["executed"].to_numpy(dtype=bool)),
+        }
+    )
+
+
+def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
+    # no gap of the recording between the ticker used and the moment (none to look up
+    # in a recording without gaps)
+    ok = (
+        "SELECT hit.* FROM hit ASOF LEFT JOIN gaps g ON hit.t >= g.gs "
+        "WHERE g.ge IS NULL OR g.ge < hit.tick_t"
+        if len(ticks.gap_start)
+        else "SELECT * FROM hit"
+    )
+    moments = [
+        "SELECT row, sid, 0 AS h, created AS t FROM targets WHERE created IS NOT NULL",
+        "SELECT row, sid, 1 AS h, ended AS t FROM targets WHERE ended IS NOT NULL",
+    ] + [
+        f"SELECT row, sid, {2 + i} AS h, anchor + {int(h) * _NS} AS t FROM targets "
+        "WHERE executed AND anchor IS NOT NULL"
+        for i, h in enumerate(MARKOUT_HORIZONS_S)
+    ]
+    fresh = "" if tolerance_ns is None else f"AND tg.t - tk.t <= {tolerance_ns}"
+    pivot = ", ".join(f"max(px.mid) FILTER (WHERE h = {i}) AS m{i}" for i in range(len(KINDS)))
+    return f"""
+    WITH tg AS ({" UNION ALL ".join(moments)}),
+    -- backward: the last ticker at or before the moment, never a later one
+    hit AS MATERIALIZED (
+        SELECT tg.row, tg.h, tg.sid, tg.t, tk.t AS tick_t
+        FROM tg ASOF JOIN (SELECT sid, t FROM tk) tk ON tg.sid = tk.sid AND tg.t >= tk.t
+        WHERE tg.t BETWEEN {ticks.start} AND {ticks.end} {fresh}
+    ),
+    ok AS MATERIALIZED ({ok}),
+    px AS (
+        SELECT tk.sid, tk.t, first(tk.mid ORDER BY {_LATEST}) AS mid,
+               first(tk.spread_bp ORDER BY {_LATEST}) AS spread_bp
+        FROM tk SEMI JOIN (SELECT DISTINCT sid, tick_t FROM ok) k
+            ON tk.sid = k.sid AND tk.t = k.tick_t
+        GROUP BY tk.sid, tk.t
+    )
+    SELECT ok.row, {pivot}, max(px.spread_bp) FILTER (WHERE h = 0) AS spread
+    FROM ok JOIN px ON ok.sid = px.sid AND ok.tick_t = px.t
+    GROUP BY ok.row
+    """
+
+
+def market_mids(
+    po: pd.DataFrame,
+    market: pd.DataFrame | RecordingMarket,
+    max_quote_age: float | None,
+) -> Mids | None:
+    """The mids and arrival spreads of ``po``'s orders from ``market``; None when the
+    market has no ticker the orders' pairs could use."""
+    import pyarrow as pa
+
+    from toolkit.report._engine import connection
+    from toolkit.report._market import symbol_key
+
+    with connection() as con:
+        if isinstance(market, RecordingMarket):
+            ticks = recording_ticks(con, market)
+        else:
+            ticks = frame_ticks(con, market)
+        if ticks is None:
+            return None
+        names = con.execute(
+            f"SELECT DISTINCT symbol FROM ({ticks.relation}) WHERE symbol IS NOT NULL"
+        ).fetchnumpy()["symbol"]
+        listed = pd.Series(np.asarray(names, dtype=object), dtype="str")
+        # pairs compared without case or separators; one integer per pair for the join
+        keys = symbol_key(listed)
+        ids = {k: i for i, k in enumerate(pd.unique(keys))}
+        con.register(
+            "symbols",
+            pa.table(
+                {
+                    "symbol": pa.array(listed.to_numpy(dtype=object), pa.string()),
+                    "sid": pa.array(keys.map(ids).to_numpy(dtype="int64")),
+                }
+            ),
+        )
+        # each distinct pair of the orders keyed once, not once per order
+        pairs = pd.Series(pd.unique(po["symbol"].to_numpy(dtype=object)), dtype="str")
+        pair_ids = dict(zip(pairs, symbol_key(pairs).map(ids), strict=True))
+        con.register("targets", _targets(po, po["symbol"].map(pair_ids)))
+        con.register(
+            "gaps",
+            pa.table({"gs": pa.array(ticks.gap_start), "ge": pa.array(ticks.gap_end)}),
+        )
+        # a view, read twice (the ASOF JOIN needs only pair and time), never held whole
+        con.execute(
+            "CREATE TEMP VIEW tk AS SELECT m.sid, r.t, r.mid, r.spread_bp, r.o1, r.o2, r.o3 "
+            f"FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol "
+            "WHERE r.mid > 0 AND r.t IS NOT NULL"
+        )
+        tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
+        got: pa.Table = con.sql(_join_sql(ticks, tolerance)).to_arrow_table()
+    row = got.column("row").to_numpy()
+    mids = np.full((len(KINDS), len(po)), np.nan)
+    for i in range(len(KINDS)):
+        mids[i, row] = got.column(f"m{i}").to_numpy(zero_copy_only=False)
+    spread = np.full(len(po), np.nan)
+    spread[row] = got.column("spread").to_numpy(zero_copy_only=False)
+    return Mids(mids, spread)
