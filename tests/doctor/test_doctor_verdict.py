@@ -81,3 +81,14 @@ def test_every_unknown_row_says_what_to_do(hidden_signin_sim: Simulator) -> None
     assert unknown
     for row in unknown:
         assert any(w in row.note for w in ("set it", "set [", "--wait", "learns")), row
+
+
+def test_what_only_run_time_shows_says_the_client_learns_it() -> None:
+    """The limits and the limit events the doctor cannot see read-only are learnt by the
+    client at run time: the unknown row says so, and still where the documentation says."""
+    from toolkit.doctor._report import what_to_do
+
+    for setting in ("stream.limit_events", "stream.idle_limit_s", "stream.max_duration_s"):
+        text = what_to_do(setting)
+        assert "learns it at run time" in text and "client.learned" in text, setting
+        assert "documentation" in text

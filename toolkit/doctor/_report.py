@@ -421,6 +421,14 @@ _TO_DO: dict[str, str] = {
     "fields' documentation (GET /orders/fetchOrder)",
     "payloads.": "no payload arrived while the doctor waited: run again with a longer "
     "--wait when the channel is quiet, or set it from the channel's payload documentation",
+    "stream.limit_events": "an order book learns it at run time when an order its client "
+    "created is never notified (client.learned); or set it from the watchOrders channel's "
+    "documentation",
+    "stream.idle_limit_s": "the client learns it at run time from a close for idleness "
+    "(client.learned); run the doctor with a --wait longer than the limit, or set it from "
+    "the WebSocket documentation",
+    "stream.max_duration_s": "the client learns it at run time from a close at that age "
+    "(client.learned), or set it from the WebSocket documentation",
     "stream.": "set it from the WebSocket documentation (connection limits, keep-alive "
     "action); the client's streams log a close they did not expect",
     "signin": "check the credentials",
