@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from test_store_tables import assert_same, json_path, table_files
 
-from tests.store.test_store_tables import assert_same, json_path, table_files
 from toolkit.profile import DEFAULT_PROFILE
 from toolkit.store import OrderStore
 from toolkit.store._files import StoreFiles
