@@ -74,7 +74,18 @@ function measure(minContrast) {
     const boxes = [out, ...out.querySelectorAll(kind === "report" ? ".tk-report" : ".jupyter-widgets")];
     for (const box of boxes) {
       const right = box.getBoundingClientRect().right;
-      if (box.scrollWidth > box.clientWidth + 1 || right > columnRight + 1) {
+      // the order view wider than the column (amount, filled, average price, full times)
+      // scrolls sideways in its own box, Cancel, id and status first, as in JupyterLab;
+      // its rows then overflow into that box, never clipped: a box that clips is a defect
+      const overflowX = getComputedStyle(box).overflowX;
+      const scrolls = kind === "view" && ["auto", "scroll", "visible"].includes(overflowX);
+      let scroller = null; // the view's box that scrolls sideways, if any
+      for (let p = box.parentElement; kind === "view" && p && p !== out.parentElement; p = p.parentElement) {
+        if (["auto", "scroll"].includes(getComputedStyle(p).overflowX)) { scroller = p; break; }
+      }
+      const reach = scroller ? scroller.getBoundingClientRect().left + scroller.scrollWidth : columnRight;
+      const inside = scroller ? scroller.getBoundingClientRect().right <= columnRight + 1 : true;
+      if ((box.scrollWidth > box.clientWidth + 1 && !scrolls) || right > reach + 1 || !inside) {
         overflow.push({ kind, box: String(box.className).slice(0, 60), scrollWidth: box.scrollWidth, clientWidth: box.clientWidth, right, columnRight });
         break;
       }

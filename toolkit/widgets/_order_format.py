@@ -104,7 +104,7 @@ MEANINGS = {
     "already_cancelling": "a cancel of this order is already in progress",
     "not_found": "no such order here",
     "not_applied": "the service answered, yet the order can still execute: the cancel did "
-    "not take effect; cancel again",
+    "not take effect; click Cancel to try again",
 }
 
 

@@ -132,6 +132,7 @@ def _css() -> str:
     # not live and it acts on nothing until it is back
     rules += [
         f".tk-status.tk-offline {{border-left: 4px solid {v['warn0']}; padding-left: 6px;"
+        " box-sizing: border-box;"
         f" background: color-mix(in srgb, {v['warn0']} 14%, transparent);}}",
     ]
     return "<style>\n" + "\n".join(rules) + "\n</style>"
