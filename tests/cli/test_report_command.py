@@ -128,3 +128,48 @@ def test_an_export_whose_manifest_lists_files_now_missing_is_refused(
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_the_coverage_rule_is_set_from_the_command_line(
+    export_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def thin(*flags: str) -> int:
+        out = tmp_path / "r.html"
+        assert main(["report", "--orders", str(export_dir), "--out", str(out), *flags]) == 0
+        return out.read_text(encoding="utf-8").count("insufficient coverage")
+
+    default = thin()
+    assert thin("--min-orders", "1000") > default  # 60 orders: everything is thin
+    assert thin("--min-orders", "0", "--min-coverage", "0%") < thin("--min-orders", "1000")
+    assert thin("--min-coverage", "0.2", "--min-orders", "30") == default
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--min-coverage", "1.5"),
+        ("--min-coverage", "nan"),
+        ("--min-coverage", "x%"),
+        ("--min-coverage", "-1%"),
+        ("--min-orders", "-1"),
+        ("--min-orders", "2.5"),
+    ],
+)
+def test_a_bad_coverage_rule_is_refused_before_anything_is_written(
+    export_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    out = tmp_path / "r.html"
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--orders", str(export_dir), "--out", str(out), flag, value])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and flag in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_the_help_states_the_reports_own_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    from toolkit.report._gate import MIN_COVERAGE, MIN_ORDERS
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {MIN_COVERAGE:.0%}" in text and f"(default {MIN_ORDERS})" in text

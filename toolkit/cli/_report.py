@@ -4,10 +4,36 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from toolkit.cli._connect import check_output_dir, check_output_file, path_arg, seconds_arg
+
+
+def share_arg(text: str) -> float:
+    """An argparse type: a share in [0, 1] (``0.2``) or a percentage (``20%``)."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:  # nan fails both
+        raise argparse.ArgumentTypeError(
+            f"expected a share in [0, 1] (0.2) or a percentage (20%), got {text!r}"
+        )
+    return value
+
+
+def count_arg(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +69,19 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="older tickers are not used as the price at a moment (default 60)",
     )
+    p.add_argument(
+        "--min-coverage",
+        type=share_arg,
+        metavar="SHARE",
+        help="a metric or chart resting on less than this share of the orders it applies to "
+        "reads 'insufficient coverage (n of N)' (0.2 or 20%%; default 20%%)",
+    )
+    p.add_argument(
+        "--min-orders",
+        type=count_arg,
+        metavar="N",
+        help="likewise for fewer than N orders (default 30)",
+    )
     p.set_defaults(func=run)
 
 
@@ -52,6 +91,12 @@ def load_frames(directory: Path) -> Any:
     from toolkit.report._inputs import export_frames
 
     return export_frames(directory)
+
+
+def _rule(args: argparse.Namespace) -> dict[str, Any]:
+    # the report's own defaults unless given: the CLI does not import pandas to show help
+    given = {"min_coverage": args.min_coverage, "min_orders": args.min_orders}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +125,12 @@ def run(args: argparse.Namespace) -> int:
             market = market_source(args.market)
         except InvalidRequest as exc:
             raise InvalidRequest(f"--market: {exc}") from None
-    report = execution_report(frames, market, max_quote_age=args.max_quote_age)
+    report = execution_report(
+        frames,
+        market,
+        max_quote_age=args.max_quote_age,
+        **_rule(args),
+    )
     report.to_html(out)
     print(f"report: {out}  ({report.describe()})")
     if args.tables:
