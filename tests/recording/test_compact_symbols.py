@@ -97,7 +97,8 @@ def test_a_compacted_day_is_sorted_by_symbol_one_symbol_per_row_group(
 def test_a_symbol_larger_than_a_group_streams_in_row_groups_in_time_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # groups of 1,000 rows at most: each pair (5,000 rows) is streamed, in many passes
+    # groups of 1,875 rows at most: each pair (5,000 rows) a group of its own, spilled to
+    # a temporary file in one pass, then streamed from it in row groups of 1,000
     monkeypatch.setattr(_bysymbol, "ROW_GROUP", 1_000)
     write_tick_files(tmp_path, T0, FILES, PER_FILE, 10**9)
     before = read_recording(tmp_path, "watchticker", columns="all")
@@ -109,6 +110,29 @@ def test_a_symbol_larger_than_a_group_streams_in_row_groups_in_time_order(
         times = table.filter(pa.compute.equal(table["symbol"], symbol))["received_at"]
         assert times.to_pylist() == sorted(times.to_pylist())
     after = read_recording(tmp_path, "watchticker", columns="all")
+    assert content(after.to_dict("records")) == content(before.to_dict("records"))
+    assert not list(tmp_path.rglob(".part-*"))  # the spill files are gone
+
+
+def test_a_crash_while_spilling_leaves_the_files_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_bysymbol, "ROW_GROUP", 1_000)
+    write_tick_files(tmp_path, T0, FILES, PER_FILE, 10**9)
+    before = read_recording(tmp_path, columns="all")
+
+    class Crash(BaseException):
+        pass
+
+    def crash(*args: Any) -> Any:
+        raise Crash
+
+    monkeypatch.setattr(_bysymbol, "_read_spill", crash)  # spilled, then killed
+    with pytest.raises(Crash):
+        compact_recording(tmp_path, clock_ns=_now)
+    assert not list(tmp_path.rglob(".part-*"))
+    assert len(list(tmp_path.glob("channel=watchticker/date=*/*.parquet"))) == FILES
+    after = read_recording(tmp_path, columns="all")
     assert content(after.to_dict("records")) == content(before.to_dict("records"))
 
 
@@ -260,7 +284,7 @@ def test_plan_groups_bounds_a_pass_and_keeps_the_order() -> None:
     groups = _bysymbol.plan_groups(counts)
     assert [g for group in groups for g in group] == counts
     assert [[s for s, _ in g] for g in groups] == [["A"], ["B"], ["C"], ["D", None]]
-    # past PASSES groups of a row group each, a group grows instead
+    # past GROUPS groups of a row group each, a group grows instead
     many: list[tuple[str | None, int]] = [(f"S{i:03d}", rows // 2) for i in range(100)]
     planned = _bysymbol.plan_groups(many)
-    assert len(planned) <= 2 * _bysymbol.PASSES  # consecutive groups hold > a limit
+    assert len(planned) <= 2 * _bysymbol.GROUPS  # consecutive groups hold > a limit

@@ -56,7 +56,7 @@ from toolkit.recording._wal import SUFFIX
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["CompactStats", "compact_recording"]
+__all__ = ["CompactStats", "compact_closed", "compact_recording"]
 
 _log = logging.getLogger("toolkit.recording")
 #: rows of a compacted file at most (a file is never split: one larger stays whole)
@@ -69,13 +69,16 @@ _COMPACT = "-compact-"
 @dataclass
 class CompactStats:
     """What a compaction did: partitions compacted, files before and after in them, the
-    rows moved, and the partitions left as they were for a damaged or foreign file."""
+    rows moved, the partitions left as they were for a damaged or foreign file, and
+    ``closed_before``: the first date (``YYYY-MM-DD``) that was not closed yet, every
+    day before it done ("" when a recorder's stop ended the run before its end)."""
 
     partitions: int = 0
     files_before: int = 0
     files_after: int = 0
     rows: int = 0
     skipped: list[str] = field(default_factory=list)
+    closed_before: str = ""
 
     def line(self) -> str:
         text = (
@@ -134,11 +137,28 @@ def compact_recording(
     path = recording_root(root)
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows <= 0:
         raise InvalidRequest(f"max_rows must be a whole number > 0; got {max_rows!r}")
-    names = _channels(channel)
+    return compact_closed(
+        path, _channels(channel), max_rows=max_rows, compression=compression, now_ns=clock_ns()
+    )
+
+
+def compact_closed(
+    path: Path,
+    names: list[str] | None,
+    *,
+    max_rows: int = MAX_ROWS,
+    compression: str = "zstd",
+    now_ns: int,
+    stop: Callable[[], bool] | None = None,
+) -> CompactStats:
+    """``compact_recording`` on checked arguments; ``stop()`` is asked before each
+    partition (a recorder that stops ends its compaction there: each partition is whole)."""
     stats = CompactStats()
     with _locked(path):
-        closed_before = _closed_before(path, clock_ns())
+        closed_before = _closed_before(path, now_ns)
         for directory in _partitions(path, names, closed_before):
+            if stop is not None and stop():
+                return stats
             _sweep(directory)
             files = _finish(directory)
             runs = _runs(directory, files, max_rows, stats)
@@ -151,6 +171,7 @@ def compact_recording(
                 stats.rows += _merge(directory, run, compression)
                 _delete(directory, run)
             stats.files_after += kept + len(runs)
+    stats.closed_before = closed_before
     return stats
 
 
@@ -289,7 +310,10 @@ def _merge(directory: Path, run: list[str], compression: str) -> int:
                     span = widen(span, table)
 
                 rows = write_by_symbol(
-                    write, lambda: _tables(directory, run, schema), _symbol_counts(directory, run)
+                    write,
+                    lambda: _tables(directory, run, schema),
+                    _symbol_counts(directory, run),
+                    lambda i: tmp.with_name(f"{tmp.stem}.g{i}.tmp"),
                 )
             _fsync_path(tmp)
             first_ns = 0 if span is None else span[0]
