@@ -156,9 +156,10 @@ def part_scans(base: Path, rows: int, rounds: int) -> Path:
     return day
 
 
-async def record(client: Any, root: Path, n: int, compact: str) -> tuple[float, Any, int]:
-    """(seconds to receive n messages, final stats, day partitions compacted by then)."""
-    from bench_record import _poll
+async def record(client: Any, root: Path, n: int, compact: str) -> tuple[float, Any, int, int]:
+    """(seconds to receive n messages, final stats, day partitions compacted by then, peak
+    RSS of this process meanwhile)."""
+    from bench_record import _poll, _rss
 
     from toolkit.recording._recorder import Recorder
 
@@ -179,11 +180,17 @@ async def record(client: Any, root: Path, n: int, compact: str) -> tuple[float, 
 
     await _poll(connected, lambda: None)
     start = time.perf_counter()
-    await _poll(lambda: rec.stats.messages + rec.stats.dropped >= n, lambda: None)
+    peak = [0]
+
+    def sample() -> None:
+        peak[0] = max(peak[0], _rss())
+
+    await _poll(lambda: rec.stats.messages + rec.stats.dropped >= n, sample)
     elapsed = time.perf_counter() - start
     compacted = rec.stats.compacted
     stats = await rec.stop()
-    return elapsed, stats, compacted
+    sample()
+    return elapsed, stats, compacted, peak[0]
 
 
 def part_recorder(base: Path, day: Path, n: int, rounds: int) -> None:
@@ -220,7 +227,7 @@ def part_recorder(base: Path, day: Path, n: int, rounds: int) -> None:
                     root = base / f"rec-{mode}-{r}"
                     shutil.copytree(day, root)  # the closed day a previous run left
                     c = client()
-                    elapsed, stats, compacted = asyncio.run(record(c, root, n, mode))
+                    elapsed, stats, compacted, rss = asyncio.run(record(c, root, n, mode))
                     c.close()
                     rates[mode].append(stats.messages / elapsed)
                     dropped[mode] += stats.dropped
@@ -229,7 +236,7 @@ def part_recorder(base: Path, day: Path, n: int, rounds: int) -> None:
                     print(
                         f"round {r + 1} compact={mode:<5} {stats.messages / elapsed:>10,.0f} msg/s"
                         f"  dropped {stats.dropped}  compacted {stats.compacted} (by the "
-                        f"last message: {compacted})"
+                        f"last message: {compacted})  peak RSS {rss / 2**20:,.0f} MiB"
                     )
                     shutil.rmtree(root, ignore_errors=True)
     finally:

@@ -155,6 +155,12 @@ def test_another_compaction_postpones_a_run_and_a_closed_one_starts_none(two_day
     clock.now += RETRY_NS
     assert daily.close() is None  # the recorder stops: nothing runs after
     assert daily.poke() is None and len(_files(two_days, "2026-11-21")) == 10
+    daily.open()  # started again
+    assert _run(daily) and len(_files(two_days, "2026-11-21")) == 1
+    assert not daily.due(clock.now)
+    daily.close()
+    daily.open()  # and again: files may have come meanwhile, its start runs at once
+    assert daily.due(clock.now)
 
 
 def test_a_stop_ends_a_run_after_its_partition(

@@ -78,9 +78,14 @@ def test_a_running_recorder_compacts_each_day_once_over_and_records_throughout(
             await until(lambda: rec.stats.compacted == 2, "the day compacted once over")
             await mover
             await until(lambda: rec.stats.messages >= moves, "every move received")
+        # started again after its stop: what the stop found, and its start compacts again
+        write_tick_files(tmp_path, T0 - 2 * DAY, 10, 5, 12 * SECOND)
+        async with rec:
+            await until(lambda: rec.stats.compacted == 3, "a day left between two runs")
         return rec.stats
 
     stats = asyncio.run(main())
+    assert len(_files(tmp_path, "2026-11-20")) == 1
     for date, rows in old.items():
         assert len(_files(tmp_path, date)) == 1, date
         start = T0 - DAY if date == "2026-11-21" else T0

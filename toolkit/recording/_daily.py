@@ -60,7 +60,8 @@ class DailyCompaction:
     was not compacted yet, the first one at once. A run compacts every closed day of
     every channel; the days it could not close yet (a write-ahead segment that may still
     hold their rows is waiting for its conversion), and a run that failed, are tried again
-    ``retry_ns`` later. ``close()`` stops a run after the partition it is compacting.
+    ``retry_ns`` later. ``close()`` stops a run after the partition it is compacting, and
+    starts no other until ``open()``.
     """
 
     def __init__(
@@ -148,6 +149,13 @@ class DailyCompaction:
             self.through = max(self.through, stats.closed_before)
         if _day(now_ns - self.grace_ns) > self.through:
             self.next_try_ns = now_ns + self.retry_ns  # a day could not close yet
+
+    def open(self) -> None:
+        """Let runs start again (a recorder started after a stop), the first at once: what
+        was compacted is no longer known (files may have come meanwhile)."""
+        self._stop.clear()
+        self.through = ""
+        self.next_try_ns = 0
 
     def close(self) -> concurrent.futures.Future[None] | None:
         """Stop: a run under way ends after its partition (the future to wait for); no run

@@ -337,6 +337,8 @@ class Recorder:
         # the lock, a new segment; a crash's leftovers join the backlog, unconverted
         await asyncio.to_thread(writer.open, warm=False, convert_leftovers=False)
         self._waiting = list(writer.adopted)
+        if self.compaction is not None:
+            self.compaction.open()  # a recorder started again after a stop
         self._compact()  # the closed days a previous run left
         self._io_lock = asyncio.Lock()
         self._rolled_event = asyncio.Event()
