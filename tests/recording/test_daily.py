@@ -181,6 +181,21 @@ def test_a_stop_ends_a_run_after_its_partition(
     assert daily.through == "" and daily.poke() is None
 
 
+def test_a_run_in_a_process_of_its_own_compacts_and_says_so(two_days: Path) -> None:
+    # the recorder's way with its converter process: no GIL shared with the receiving
+    before = content(read_recording(two_days, columns="all").to_dict("records"))
+    clock = Clock(T0 + DAY - 5 * MINUTE)
+    daily = DailyCompaction(two_days, clock_ns=clock, process=True)
+    with _compact._locked(two_days):  # another compaction: the process says so
+        assert _run(daily)
+    assert daily.partitions == 0 and daily.next_try_ns == clock.now + RETRY_NS
+    clock.now += RETRY_NS
+    assert _run(daily)
+    assert daily.partitions == 1 and daily.through == "2026-11-22" and daily.error is None
+    assert len(_files(two_days, "2026-11-21")) == 1 and len(_files(two_days, "2026-11-22")) == 10
+    assert content(read_recording(two_days, columns="all").to_dict("records")) == before
+
+
 def test_compact_takes_daily_or_off_only() -> None:
     assert check_compact("daily") == "daily" and check_compact("off") == "off"
     with pytest.raises(InvalidRequest, match="compact must be 'daily' or 'off'; got 'weekly'"):

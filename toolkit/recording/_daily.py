@@ -1,18 +1,29 @@
 """A running recorder's compaction of its closed days: once a UTC day is over (its end plus
 the grace for late files, and no write-ahead segment left that may hold its rows), that
-day's files of every channel are compacted on a thread of its own, off the receiving path;
+day's files of every channel are compacted off the receiving path (a thread waits for it);
 at the recorder's start, the closed days a previous run left uncompacted.
 
 The decision is sans-I/O (``DailyCompaction.due`` on an injected clock); the work is
-:func:`~toolkit.recording._compact.compact_closed`, crash-safe as ``compact_recording``.
+:func:`~toolkit.recording._compact.compact_closed`, crash-safe as ``compact_recording``,
+in a process of its own at the lowest CPU priority (``process=True``, the recorder's
+default: a compaction in a thread took 40 % of the receiving loop's rate, for the GIL) or
+on the thread (``process=False``). The process answers one JSON line on its stdout; a
+SIGTERM (the recorder stops) ends it after the partition it is compacting.
+
+    python -m toolkit.recording._daily CONFIG_JSON
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
+import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -73,8 +84,10 @@ class DailyCompaction:
         max_rows: int = MAX_ROWS,
         grace_ns: int = GRACE_NS,
         retry_ns: int = RETRY_NS,
+        process: bool = False,
     ) -> None:
         self.root = root
+        self.process = process
         self.clock_ns = clock_ns
         self.compression = compression
         self.max_rows = max_rows
@@ -93,6 +106,7 @@ class DailyCompaction:
         self._stop = threading.Event()
         self._future: concurrent.futures.Future[None] | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._child: subprocess.Popen[str] | None = None
 
     def due(self, now_ns: int) -> bool:
         """Whether a run should start at ``now_ns``: none is running, none failed or came
@@ -123,14 +137,17 @@ class DailyCompaction:
         what it did logged; a failure is logged and tried again later, never raised (the
         recording goes on)."""
         try:
-            stats = compact_closed(
-                self.root,
-                None,
-                max_rows=self.max_rows,
-                compression=self.compression,
-                now_ns=now_ns,
-                stop=self._stop.is_set,
-            )
+            if self.process:
+                stats = self._in_process(now_ns)
+            else:
+                stats = compact_closed(
+                    self.root,
+                    None,
+                    max_rows=self.max_rows,
+                    compression=self.compression,
+                    now_ns=now_ns,
+                    stop=self._stop.is_set,
+                )
         except InvalidRequest as exc:  # another compaction holds the recording
             _log.info("%s: daily compaction postponed: %s", self.root, exc)
             self.next_try_ns = now_ns + self.retry_ns
@@ -150,6 +167,39 @@ class DailyCompaction:
         if _day(now_ns - self.grace_ns) > self.through:
             self.next_try_ns = now_ns + self.retry_ns  # a day could not close yet
 
+    def _config(self, now_ns: int) -> dict[str, object]:
+        return {
+            "root": str(self.root),
+            "now_ns": now_ns,
+            "max_rows": self.max_rows,
+            "compression": self.compression,
+            "parent": os.getpid(),
+        }
+
+    def _in_process(self, now_ns: int) -> CompactStats:
+        """The run in a process of its own (``main``); its stats, or its error raised."""
+        from toolkit.recording._convert import _env
+
+        child = subprocess.Popen(
+            [sys.executable, "-m", __name__, json.dumps(self._config(now_ns))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        self._child = child
+        if self._stop.is_set():  # stopped while it started
+            child.terminate()
+        out, err = child.communicate()
+        lines = out.strip().splitlines()
+        reply = json.loads(lines[-1]) if lines else {}
+        if "busy" in reply:
+            raise InvalidRequest(reply["busy"])
+        if "stats" not in reply:
+            said = reply.get("failed") or (err.strip().splitlines() or [""])[-1]
+            raise RuntimeError(f"the compaction process ended (code {child.returncode}): {said}")
+        return CompactStats(**reply["stats"])
+
     def open(self) -> None:
         """Let runs start again (a recorder started after a stop), the first at once: what
         was compacted is no longer known (files may have come meanwhile)."""
@@ -161,8 +211,47 @@ class DailyCompaction:
         """Stop: a run under way ends after its partition (the future to wait for); no run
         starts after this."""
         self._stop.set()
+        child = self._child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(OSError):
+                child.terminate()  # it ends after the partition under way
         future = self._future if self.running else None
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
         return future
+
+
+def main(argv: list[str] | None = None) -> int:
+    """A run of the recorder's compaction in this process (``DailyCompaction._in_process``):
+    one JSON line on stdout, ``{"stats": {...}}``, ``{"busy": text}`` (another compaction
+    holds the recording) or ``{"failed": text}``."""
+    from toolkit.recording._convert import NICENESS, _die_with_parent
+
+    config = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _die_with_parent(int(config["parent"]))
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    try:
+        stats = compact_closed(
+            Path(config["root"]),
+            None,
+            max_rows=int(config["max_rows"]),
+            compression=str(config["compression"]),
+            now_ns=int(config["now_ns"]),
+            stop=stop.is_set,
+        )
+    except InvalidRequest as exc:
+        print(json.dumps({"busy": str(exc)}))
+        return 0
+    except Exception as exc:
+        print(json.dumps({"failed": f"{type(exc).__name__}: {exc}"}))
+        return 1
+    print(json.dumps({"stats": dataclasses.asdict(stats)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -93,8 +93,9 @@ class Recorder:
 
     With ``compact="daily"`` (the default), once a UTC day is over (plus a grace of 10
     minutes for late files) the recorder compacts that day's files of every channel into
-    few large ones sorted by symbol (as ``compact_recording``, crash-safe), on a thread of
-    its own while it goes on recording; at its start, the closed days a previous run left.
+    few large ones sorted by symbol (as ``compact_recording``, crash-safe), in a process
+    of its own (``converter="thread"``: a thread) while it goes on recording; at its
+    start, the closed days a previous run left.
     ``compact="off"`` leaves the 60-s files as they are (``compact_recording`` or
     ``toolkit record compact`` then do it), e.g. while another engine lists the files
     itself (it may see a day's old and new files together for milliseconds).
@@ -189,7 +190,9 @@ class Recorder:
         self.converter = converter
         #: the compaction of closed days, None with ``compact="off"``
         self.compaction = (
-            DailyCompaction(root, clock_ns=clock_ns, compression=compression)
+            DailyCompaction(
+                root, clock_ns=clock_ns, compression=compression, process=converter == "process"
+            )
             if check_compact(compact) == "daily"
             else None
         )
