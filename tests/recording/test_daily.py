@@ -196,6 +196,31 @@ def test_a_run_in_a_process_of_its_own_compacts_and_says_so(two_days: Path) -> N
     assert content(read_recording(two_days, columns="all").to_dict("records")) == before
 
 
+def test_no_process_starts_when_no_closed_day_has_work(
+    two_days: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.recording import _daily
+
+    started: list[object] = []
+    real = _daily.subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        started.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_daily.subprocess, "Popen", popen)
+    clock = Clock(T0 + DAY - 5 * MINUTE)  # the day before is closed: work
+    daily = DailyCompaction(two_days, clock_ns=clock, process=True)
+    assert _run(daily) and len(started) == 1
+    daily.open()  # a restart: the day before is one file now, the day is open
+    assert _run(daily) and len(started) == 1 and daily.through == "2026-11-22"
+    # a temporary a killed compaction left is work: swept
+    leftover = two_days / "channel=watchticker" / "date=2026-11-21" / ".part-compact-1.tmp"
+    leftover.write_bytes(b"")
+    daily.open()
+    assert _run(daily) and len(started) == 2 and not leftover.exists()
+
+
 def test_compact_takes_daily_or_off_only() -> None:
     assert check_compact("daily") == "daily" and check_compact("off") == "off"
     with pytest.raises(InvalidRequest, match="compact must be 'daily' or 'off'; got 'weekly'"):

@@ -56,7 +56,7 @@ from toolkit.recording._wal import SUFFIX
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["CompactStats", "compact_closed", "compact_recording"]
+__all__ = ["CompactStats", "closed_work", "compact_closed", "compact_recording"]
 
 _log = logging.getLogger("toolkit.recording")
 #: rows of a compacted file at most (a file is never split: one larger stays whole)
@@ -173,6 +173,17 @@ def compact_closed(
             stats.files_after += kept + len(runs)
     stats.closed_before = closed_before
     return stats
+
+
+def closed_work(path: Path, now_ns: int) -> tuple[bool, str]:
+    """(whether a closed day of the recording has files to compact or a crash's temporary
+    to sweep, the first date not closed), from folder listings alone: a recorder asks it
+    before starting a compaction process for nothing."""
+    closed_before = _closed_before(path, now_ns)
+    for directory in _partitions(path, None, closed_before):
+        if len(data_names(directory)) > 1 or any(directory.glob(f".part{_COMPACT}*.tmp")):
+            return True, closed_before
+    return False, closed_before
 
 
 @contextlib.contextmanager

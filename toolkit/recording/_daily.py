@@ -35,6 +35,7 @@ from toolkit.recording._compact import (
     MAX_ROWS,
     CompactStats,
     _day,
+    closed_work,
     compact_closed,
 )
 
@@ -137,7 +138,10 @@ class DailyCompaction:
         what it did logged; a failure is logged and tried again later, never raised (the
         recording goes on)."""
         try:
-            if self.process:
+            work, closed_before = closed_work(self.root, now_ns) if self.process else (True, "")
+            if not work:  # nothing for a process to do (most starts, most checks)
+                stats = CompactStats(closed_before=closed_before)
+            elif self.process:
                 stats = self._in_process(now_ns)
             else:
                 stats = compact_closed(
