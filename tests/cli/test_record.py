@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from _tick_recording import T0, write_tick_files
 
 from toolkit.cli import build_parser
 from toolkit.profile import DEFAULT_PROFILE
@@ -99,6 +100,20 @@ def test_record_for_a_duration(busy_sim: Simulator, tmp_path: Path) -> None:
     df = read_recording(tmp_path)
     assert {"_session", "watchticker"} <= set(df["channel"])
     assert int(out.split()[1].replace(",", "")) == (df["channel"] != "_session").sum()
+
+
+def test_no_compact_leaves_the_closed_days_as_they_are(busy_sim: Simulator, tmp_path: Path) -> None:
+    # a previous run's 60 s files of a day long over
+    write_tick_files(tmp_path, T0, 10, 5, 12 * 10**9)
+    days = sorted(tmp_path.glob("channel=watchticker/date=2026-11-22/*.parquet"))
+    proc = _record(
+        busy_sim, tmp_path, "--channel", "watchOrders", "--duration", "1", "--no-compact"
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "compacted" not in out
+    assert sorted(tmp_path.glob("channel=watchticker/date=2026-11-22/*.parquet")) == days
+    assert build_parser().parse_args(["record", "--out", "x"]).no_compact is False
 
 
 def test_record_says_when_every_channel_is_subscribed(

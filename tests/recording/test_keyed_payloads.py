@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from _recordings import path_kind  # noqa: F401 (the fixture the tests mark)
 
 from toolkit.profile import DEFAULT_PROFILE
-from toolkit.recording import _raw, _writer
 from toolkit.recording._read import read_recording
 from toolkit.recording._replay import replay
 from toolkit.recording._writer import RecordingWriter
@@ -65,18 +64,6 @@ def messages() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture(params=["arrow", "per-row"])
-def path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "per-row":
-
-        def refuse(*_: Any, **__: Any) -> Any:
-            raise _raw._Fallback
-
-        monkeypatch.setattr(_raw, "_extract", refuse)
-        monkeypatch.setattr(_writer, "warm_up", lambda *_: None)
-    yield request.param
-
-
 def _record(root: Path) -> None:
     with RecordingWriter(root, profile=KEYED) as writer:
         for seq, msg in enumerate(messages(), 1):
@@ -84,7 +71,8 @@ def _record(root: Path) -> None:
     assert writer.stats.misses == {}  # every mapped field was found
 
 
-def test_keyed_pairs_and_iso_times_read_back(tmp_path: Path, path_kind: str) -> None:
+@pytest.mark.usefixtures("path_kind")
+def test_keyed_pairs_and_iso_times_read_back(tmp_path: Path) -> None:
     _record(tmp_path)
     ticks = read_recording(tmp_path, "watchticker")
     assert list(ticks["symbol"]) == ["BTC-BRL"]

@@ -9,16 +9,16 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _recordings import path_kind  # noqa: F401 (the fixture the tests mark)
 
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile, load_profile
-from toolkit.recording import _raw, _writer
+from toolkit.recording import _raw
 from toolkit.recording._read import read_recording, recording_profile
 from toolkit.recording._recorder import Recorder
 from toolkit.recording._replay import replay
@@ -79,20 +79,8 @@ def _record(root: Path, profile: ServiceProfile, messages: list[dict[str, Any]])
             writer.add_raw(json.dumps(msg), T0 + seq, "c1", seq)
 
 
-@pytest.fixture(params=["arrow", "per-row"])
-def path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a test on the Arrow extraction and on the per-row Python fallback."""
-    if request.param == "per-row":
-
-        def refuse(*_: Any, **__: Any) -> Any:
-            raise _raw._Fallback
-
-        monkeypatch.setattr(_raw, "_extract", refuse)
-        monkeypatch.setattr(_writer, "warm_up", lambda *_: None)
-    yield request.param
-
-
-def test_columns_come_through_the_alt_mapping(tmp_path: Path, path_kind: str) -> None:
+@pytest.mark.usefixtures("path_kind")
+def test_columns_come_through_the_alt_mapping(tmp_path: Path) -> None:
     _record(tmp_path, ALT, alt_messages())
     ticks = read_recording(tmp_path, "watchticker")
     assert list(ticks["symbol"]) == ["BTC/BRL"]
@@ -114,7 +102,8 @@ def test_columns_come_through_the_alt_mapping(tmp_path: Path, path_kind: str) ->
     assert not everything.duplicated(["connection_id", "seq"]).any()
 
 
-def test_watchtickers_read_back_one_row_per_pair(tmp_path: Path, path_kind: str) -> None:
+@pytest.mark.usefixtures("path_kind")
+def test_watchtickers_read_back_one_row_per_pair(tmp_path: Path) -> None:
     _record(tmp_path, ALT, alt_messages())
     pairs = read_recording(tmp_path, channel="watchtickers")
     assert list(pairs["symbol"]) == ["BTC/BRL", "ETH/BRL"]
@@ -244,8 +233,9 @@ def test_a_root_recorded_under_two_profiles_reads_each_file_under_its_own(
     assert type(forced[0]).__name__ == "RawEvent"
 
 
+@pytest.mark.usefixtures("path_kind")
 def test_a_crash_recorded_under_one_profile_recovers_under_it_whatever_the_next_run_uses(
-    tmp_path: Path, path_kind: str
+    tmp_path: Path,
 ) -> None:
     """A recorder killed under the alt profile leaves segments; the next one on the same
     root runs under the default profile. The leftovers are converted under alt, the

@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from _recordings import path_kind  # noqa: F401 (the fixture the tests mark)
 
 from toolkit.profile import DEFAULT_PROFILE
-from toolkit.recording import _conversion, _raw, _writer
+from toolkit.recording import _conversion
 from toolkit.recording._chunk import buffer_parts
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._raw import RawBuffer
@@ -33,19 +33,6 @@ from toolkit.sim import Simulator
 T0 = 1_763_000_000 * 10**9
 SEC = 1_763_000_000
 LONE = "\ud800"  # what json.loads makes of the escape
-
-
-@pytest.fixture(params=["arrow", "per-row"])
-def path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a test on the Arrow extraction and on the per-row Python fallback."""
-    if request.param == "per-row":
-
-        def refuse(*_: Any, **__: Any) -> Any:
-            raise _raw._Fallback
-
-        monkeypatch.setattr(_raw, "_extract", refuse)
-        monkeypatch.setattr(_writer, "warm_up", lambda *_: None)
-    yield request.param
 
 
 def _texts() -> list[str]:
@@ -102,8 +89,9 @@ def _check_root(root: Path, texts: list[str]) -> None:
     assert list(root.rglob("*.wal*")) == []  # converted, nothing kept
 
 
+@pytest.mark.usefixtures("path_kind")
 def test_raw_messages_with_a_lone_surrogate_convert_with_the_rest(
-    tmp_path: Path, path_kind: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     texts = _texts()
     with caplog.at_level(logging.WARNING, "toolkit.recording"), RecordingWriter(tmp_path) as writer:
@@ -162,7 +150,8 @@ def _stale_segment(root: Path, texts: list[str]) -> Path:
     return seg.path
 
 
-def test_a_root_left_with_such_a_segment_opens_again(tmp_path: Path, path_kind: str) -> None:
+@pytest.mark.usefixtures("path_kind")
+def test_a_root_left_with_such_a_segment_opens_again(tmp_path: Path) -> None:
     texts = _texts()
     _stale_segment(tmp_path, texts)
     writer = RecordingWriter(tmp_path)

@@ -85,6 +85,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="an order store (toolkit sync --store DIR) to feed: every sync while and "
         "after this runs reads the recording's order ids without --from-recording",
     )
+    parser.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="leave each closed day's files as they are (default: once a day is over, it is "
+        "compacted into few large files, sorted by symbol, while recording goes on; at the "
+        "start, the closed days a previous run left)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no live status line")
     parser.set_defaults(func=run, parser=parser)
 
@@ -147,6 +154,7 @@ async def _record(
             rotate_interval=args.rotate_interval,
             on_status=status,
             stream_options=_stream_options(args),
+            compact="off" if args.no_compact else "daily",
         )
         follower = None
         if args.store is not None:
@@ -213,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
         f"recorded {stats.messages:,} messages into {args.out} "
         f"({stats.files} files, {stats.gaps} gaps, {stats.dropped} dropped"
         f"{stats.misses_text('; ')})"
+        + (f"; compacted {stats.compacted} day partition(s)" if stats.compacted else "")
     )
     if stopped_by:
         sig = stopped_by[0]

@@ -4,7 +4,9 @@ hundreds of thousands.
 
 A run takes whole files, in their time order, into files of up to ``max_rows`` rows, each
 named ``part-<first ns>-compact-<n>.r<first us>-<last us>.parquet`` and listing in its
-metadata (``toolkit.compacted_from``) the files it replaces. Each is written under a
+metadata (``toolkit.compacted_from``) the files it replaces. Its rows are sorted by symbol,
+then time, each symbol in row groups of its own (``_bysymbol``): a scan asking for some
+pairs reads only their row groups, by the Parquet statistics alone. Each is written under a
 temporary name and fsynced, renamed into place, the folder fsynced; only then are the files
 it replaces deleted (the folder fsynced again). So:
 
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING
 from toolkit._atomic import disk_errors
 from toolkit.errors import InvalidRequest
 from toolkit.recording._badfiles import file_problem
+from toolkit.recording._bysymbol import Counts, symbol_counts, write_by_symbol
 from toolkit.recording._files import _fsync_path, widen
 from toolkit.recording._layout import (
     COMPACTED_FROM,
@@ -53,27 +56,29 @@ from toolkit.recording._wal import SUFFIX
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["CompactStats", "compact_recording"]
+__all__ = ["CompactStats", "closed_work", "compact_closed", "compact_recording"]
 
 _log = logging.getLogger("toolkit.recording")
 #: rows of a compacted file at most (a file is never split: one larger stays whole)
 MAX_ROWS = 4_000_000
 #: a segment opened this long after a day's end may still hold rows of that day
 GRACE_NS = 10 * 60 * 10**9
-_ROW_GROUP = 131_072
 _COMPACT = "-compact-"
 
 
 @dataclass
 class CompactStats:
     """What a compaction did: partitions compacted, files before and after in them, the
-    rows moved, and the partitions left as they were for a damaged or foreign file."""
+    rows moved, the partitions left as they were for a damaged or foreign file, and
+    ``closed_before``: the first date (``YYYY-MM-DD``) that was not closed yet, every
+    day before it done ("" when a recorder's stop ended the run before its end)."""
 
     partitions: int = 0
     files_before: int = 0
     files_after: int = 0
     rows: int = 0
     skipped: list[str] = field(default_factory=list)
+    closed_before: str = ""
 
     def line(self) -> str:
         text = (
@@ -93,7 +98,10 @@ def compact_recording(
     compression: str = "zstd",
     clock_ns: Callable[[], int] = time.time_ns,
 ) -> CompactStats:
-    """Merge the files of each closed day of a recording into few large ones.
+    """Merge the files of each closed day of a recording into few large ones, sorted by
+    symbol then time, in row groups that a read by symbol (``symbols=`` of
+    :func:`scan_recording`, :func:`read_recording`, :func:`replay`) skips when they hold
+    other pairs.
 
     Crash-safe and idempotent: run it again after a crash, or on a recording already
     compacted (it then does nothing). Never loses or duplicates a row; the toolkit's
@@ -129,11 +137,28 @@ def compact_recording(
     path = recording_root(root)
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows <= 0:
         raise InvalidRequest(f"max_rows must be a whole number > 0; got {max_rows!r}")
-    names = _channels(channel)
+    return compact_closed(
+        path, _channels(channel), max_rows=max_rows, compression=compression, now_ns=clock_ns()
+    )
+
+
+def compact_closed(
+    path: Path,
+    names: list[str] | None,
+    *,
+    max_rows: int = MAX_ROWS,
+    compression: str = "zstd",
+    now_ns: int,
+    stop: Callable[[], bool] | None = None,
+) -> CompactStats:
+    """``compact_recording`` on checked arguments; ``stop()`` is asked before each
+    partition (a recorder that stops ends its compaction there: each partition is whole)."""
     stats = CompactStats()
     with _locked(path):
-        closed_before = _closed_before(path, clock_ns())
+        closed_before = _closed_before(path, now_ns)
         for directory in _partitions(path, names, closed_before):
+            if stop is not None and stop():
+                return stats
             _sweep(directory)
             files = _finish(directory)
             runs = _runs(directory, files, max_rows, stats)
@@ -146,7 +171,19 @@ def compact_recording(
                 stats.rows += _merge(directory, run, compression)
                 _delete(directory, run)
             stats.files_after += kept + len(runs)
+    stats.closed_before = closed_before
     return stats
+
+
+def closed_work(path: Path, now_ns: int) -> tuple[bool, str]:
+    """(whether a closed day of the recording has files to compact or a crash's temporary
+    to sweep, the first date not closed), from folder listings alone: a recorder asks it
+    before starting a compaction process for nothing."""
+    closed_before = _closed_before(path, now_ns)
+    for directory in _partitions(path, None, closed_before):
+        if len(data_names(directory)) > 1 or any(directory.glob(f".part{_COMPACT}*.tmp")):
+            return True, closed_before
+    return False, closed_before
 
 
 @contextlib.contextmanager
@@ -261,7 +298,8 @@ def _key(metadata: dict[bytes, bytes] | None) -> bytes:
 
 def _merge(directory: Path, run: list[str], compression: str) -> int:
     """Write the rows of ``run`` into one compacted file (temporary, fsync, rename, folder
-    fsync); its rows."""
+    fsync), sorted by symbol then time in row groups that statistics prune by symbol
+    (:mod:`toolkit.recording._bysymbol`); its rows."""
     import pyarrow.parquet as pq
 
     first = pq.read_schema(directory / run[0])
@@ -273,22 +311,21 @@ def _merge(directory: Path, run: list[str], compression: str) -> int:
     schema = recording_schema().with_metadata({**own, COMPACTED_FROM: json.dumps(run).encode()})
     tmp = directory / f".part{_COMPACT}{os.getpid()}.tmp"
     span: tuple[int, int] | None = None
-    rows = 0
     with disk_errors(tmp.with_name(f"part{_COMPACT}(new).parquet")):
         try:
             with parquet_writer(tmp, schema, compression) as writer:
-                held: list[pa.Table] = []
-                count = 0
-                for table in _tables(directory, run, schema):
-                    held.append(table)
-                    count += table.num_rows
-                    if count >= _ROW_GROUP:
-                        rows += _write(writer, held, schema)
-                        span = _widen_all(span, held)
-                        held, count = [], 0
-                if held:
-                    rows += _write(writer, held, schema)
-                    span = _widen_all(span, held)
+
+                def write(table: pa.Table) -> None:
+                    nonlocal span
+                    writer.write_table(table.replace_schema_metadata(schema.metadata))
+                    span = widen(span, table)
+
+                rows = write_by_symbol(
+                    write,
+                    lambda: _tables(directory, run, schema),
+                    _symbol_counts(directory, run),
+                    lambda i: tmp.with_name(f"{tmp.stem}.g{i}.tmp"),
+                )
             _fsync_path(tmp)
             first_ns = 0 if span is None else span[0]
             name = f"{first_ns:020d}{_COMPACT}{time.time_ns():020d}"
@@ -302,6 +339,23 @@ def _merge(directory: Path, run: list[str], compression: str) -> int:
             raise
         _fsync_path(directory)
     return rows
+
+
+def _symbol_counts(directory: Path, run: list[str]) -> Counts:
+    """The rows of each symbol in ``run`` (its ``symbol`` columns only; a file without the
+    column counts as rows without symbol)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def columns() -> Iterator[pa.Array | pa.ChunkedArray]:
+        for name in run:
+            source = pq.ParquetFile(directory / name)
+            if "symbol" in source.schema_arrow.names:
+                yield source.read(columns=["symbol"]).column("symbol")
+            else:
+                yield pa.nulls(source.metadata.num_rows, pa.string())
+
+    return symbol_counts(columns())
 
 
 def _tables(directory: Path, run: list[str], schema: pa.Schema) -> Iterator[pa.Table]:
@@ -318,20 +372,6 @@ def _tables(directory: Path, run: list[str], schema: pa.Schema) -> Iterator[pa.T
             for f in missing:
                 table = table.append_column(f, pa.nulls(table.num_rows, f.type))
             yield table.select(schema.names).cast(schema)
-
-
-def _write(writer: object, held: list[pa.Table], schema: pa.Schema) -> int:
-    import pyarrow as pa
-
-    table = pa.concat_tables(held).replace_schema_metadata(schema.metadata)
-    writer.write_table(table, row_group_size=_ROW_GROUP)  # type: ignore[attr-defined]
-    return int(table.num_rows)
-
-
-def _widen_all(span: tuple[int, int] | None, held: list[pa.Table]) -> tuple[int, int] | None:
-    for table in held:
-        span = widen(span, table)
-    return span
 
 
 def _delete(directory: Path, names: list[str]) -> None:

@@ -29,7 +29,7 @@ import contextlib
 import functools
 import logging
 import os
-import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,8 @@ from toolkit.errors import InvalidRequest
 from toolkit.profile import ServiceProfile
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._convert import ConverterProcess
+from toolkit.recording._daily import DailyCompaction, check_compact
+from toolkit.recording._daily import background as _background
 from toolkit.recording._raw import warm_up
 from toolkit.recording._rows import SESSION_CHANNEL, profile_of
 from toolkit.recording._wal import Segment
@@ -61,13 +63,6 @@ DEFAULT_CHANNELS: tuple[str, ...] = (
     "watchTickers",
     "watchBalance",
 )
-
-
-def _background() -> None:
-    """Initializer of the fallback converter thread: a lower CPU priority for this thread
-    only (Linux), so that conversions take the idle time."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
 class Recorder:
@@ -95,6 +90,15 @@ class Recorder:
     ``stream_options`` go to ``client.stream()`` (e.g. ``ping_interval``, ``ws_url``,
     ``max_message_bytes``: a larger message is dropped as a gap, and ends the run when
     the next connection gets one too).
+
+    With ``compact="daily"`` (the default), once a UTC day is over (plus a grace of 10
+    minutes for late files) the recorder compacts that day's files of every channel into
+    few large ones sorted by symbol (as ``compact_recording``, crash-safe), in a process
+    of its own (``converter="thread"``: a thread) while it goes on recording; at its
+    start, the closed days a previous run left.
+    ``compact="off"`` leaves the 60-s files as they are (``compact_recording`` or
+    ``toolkit record compact`` then do it), e.g. while another engine lists the files
+    itself (it may see a day's old and new files together for milliseconds).
 
     A failed write of the write-ahead log (a full disk) never tears it: the messages of
     that chunk are dropped, counted in ``stats.dropped`` and recorded as a ``dropped``
@@ -139,6 +143,10 @@ class Recorder:
     converter : {"process", "thread"}
         Where segments become Parquet: a process of their own (default; never competes
         for the GIL with the receiving loop) or a worker thread of this process.
+    compact : {"daily", "off"}
+        Compact each day once it is over (default), or never.
+    clock_ns : callable
+        Unix nanoseconds now, to tell which days are over (tests inject it).
     """
 
     def __init__(
@@ -160,6 +168,8 @@ class Recorder:
         stream_options: Mapping[str, Any] | None = None,
         profile: ServiceProfile | None = None,
         converter: str = "process",
+        compact: str = "daily",
+        clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         from toolkit.stream._channels import parse_channel_spec
 
@@ -178,6 +188,14 @@ class Recorder:
         self.stream_options = dict(stream_options or {})
         self.profile = profile_of(client, profile)
         self.converter = converter
+        #: the compaction of closed days, None with ``compact="off"``
+        self.compaction = (
+            DailyCompaction(
+                root, clock_ns=clock_ns, compression=compression, process=converter == "process"
+            )
+            if check_compact(compact) == "daily"
+            else None
+        )
         self.writer = RecordingWriter(
             root,
             rotate_interval=rotate_interval,
@@ -322,6 +340,9 @@ class Recorder:
         # the lock, a new segment; a crash's leftovers join the backlog, unconverted
         await asyncio.to_thread(writer.open, warm=False, convert_leftovers=False)
         self._waiting = list(writer.adopted)
+        if self.compaction is not None:
+            self.compaction.open()  # a recorder started again after a stop
+        self._compact()  # the closed days a previous run left
         self._io_lock = asyncio.Lock()
         self._rolled_event = asyncio.Event()
         writer.on_roll = self._on_roll
@@ -382,6 +403,11 @@ class Recorder:
             if self._converting:
                 await asyncio.wait(self._converting)
         finally:
+            if self.compaction is not None:  # a run under way ends after its partition
+                running = self.compaction.close()
+                if running is not None:
+                    await asyncio.wait({asyncio.wrap_future(running)})
+                self.writer.stats.compacted = self.compaction.partitions
             if self._process is not None:
                 # gone before this process converts what it left: one writer per file
                 await self._process.kill_and_wait()
@@ -489,6 +515,7 @@ class Recorder:
                 rolled = writer.roll_unsynced()
                 if rolled is not None:
                     self._on_roll(rolled)
+            self._compact()
             self._report()
 
     async def _close_loop(self) -> None:
@@ -544,6 +571,12 @@ class Recorder:
         future.add_done_callback(done)
         self._converting = [f for f in self._converting if not f.done()]
         self._converting.append(future)
+
+    def _compact(self) -> None:
+        """Start a compaction of the days over, when one is due (its own thread)."""
+        if self.compaction is not None:
+            self.compaction.poke()
+            self.writer.stats.compacted = self.compaction.partitions
 
     def _report(self) -> None:
         if self.on_status is not None:

@@ -46,10 +46,11 @@ def scan_recording(
     only the files whose names say they hold rows of the window are taken (each checked
     as :func:`read_recording` does), and the window and ``symbols`` are a filter of the
     dataset, so a scan reads only the row groups that can match and only the columns
-    asked for. Nothing is sorted: order by ``received_at``, ``connection_id``, ``seq``
-    where it matters. Scan it with pyarrow (``.to_table()``, ``.to_batches()``), DuckDB
-    (``duckdb.sql("select ... from lazy")``, filters and columns pushed down) or Polars
-    (``pl.scan_pyarrow_dataset(lazy)``).
+    asked for: on a compacted day (sorted by symbol, a row group per symbol), only the
+    row groups of the ``symbols`` asked for are read. Nothing is sorted: order by
+    ``received_at``, ``connection_id``, ``seq`` where it matters. Scan it with pyarrow
+    (``.to_table()``, ``.to_batches()``), DuckDB (``duckdb.sql("select ... from lazy")``,
+    filters and columns pushed down) or Polars (``pl.scan_pyarrow_dataset(lazy)``).
 
     The columns are those :func:`read_recording` gives (the channel's own by default),
     typed as it types them (``received_at`` ``timestamp[ns, UTC]`` for the files of

@@ -22,7 +22,7 @@ class RecorderStats:
     ``backlog_bytes`` of write-ahead segments not yet converted to Parquet, and ``misses``:
     per ``payloads.*`` setting of the profile, the messages that lacked the field it maps
     (their column is null; counted as segments are converted, so they lag by up to one
-    rotation).
+    rotation), and the day partitions ``compacted`` (``Recorder(compact="daily")``).
 
     ``started_at`` is when the recorder started, wall-clock, a timezone-aware UTC
     ``datetime``; rates are measured on a monotonic clock of their own."""
@@ -37,6 +37,7 @@ class RecorderStats:
     flushed_rows: int = 0
     backlog_bytes: int = 0
     misses: dict[str, int] = field(default_factory=dict)
+    compacted: int = 0
     started_at: datetime = field(default_factory=_utc_now)
     _started_mono: float = field(default_factory=time.monotonic, repr=False, compare=False)
 
