@@ -85,8 +85,8 @@ def write_recording(root: Path, minutes: int = 2 * 160 + 20, seed: int = 5) -> P
     for symbol, price in SYMBOLS.items():
         walk = price * np.exp(np.cumsum(rng.normal(0, 2e-4, len(moments))))
         for i, (t, mid) in enumerate(zip(moments, walk, strict=True)):
-            # a hole of 3 minutes in ETH: orders there have only a ticker too old
-            if symbol == "ETH/BRL" and 40 * 60 * S < t - T0 < 43 * 60 * S:
+            # a hole of 6 minutes in ETH: orders there have only a ticker too old
+            if symbol == "ETH/BRL" and 250 * 60 * S < t - T0 < 256 * 60 * S:
                 continue
             spelling = SPELLINGS[symbol][i % len(SPELLINGS[symbol])]
             updated = int(t) + int(rng.integers(0, 900)) * MS
@@ -109,9 +109,39 @@ def write_recording(root: Path, minutes: int = 2 * 160 + 20, seed: int = 5) -> P
     date = "2026-11-01"
     _file(root, date, "part-0.parquet", {k: v[:half] for k, v in cols.items()}, "ns")
     _file(root, date, "part-1.parquet", {k: v[half:] for k, v in cols.items()}, "us")
-    gap_at = T0 + 100 * 60 * S
+    gap_at = T0 + 200 * 60 * S
     with RecordingWriter(root) as writer:
         writer.add(session_row("connected", received_at_ns=start, connection_id="c1"))
         writer.add(session_row("disconnected", received_at_ns=gap_at, connection_id="c1"))
-        writer.add(session_row("connected", received_at_ns=gap_at + 150 * S, connection_id="c2"))
+        writer.add(session_row("connected", received_at_ns=gap_at + 300 * S, connection_id="c2"))
     return root
+
+
+def write_ticks(
+    root: Path, ticks: list[tuple[int, float]], *, symbol: str = "btc-brl", unit: str = "ns"
+) -> Path:
+    """A recording of ``watchticker`` rows of one pair: (service time ms, mid), received
+    10 ms later, spread 0.2, its times in ``unit`` (``ns``: old recordings, ``us``: new)."""
+    n = len(ticks)
+    cols = {
+        "received_at": [(u + 10) * MS for u, _ in ticks],
+        "updated_at": [u * MS for u, _ in ticks],
+        "connection_id": ["c1"] * n,
+        "seq": list(range(1, n + 1)),
+        "channel": ["watchticker"] * n,
+        "symbol": [symbol] * n,
+        "bid": [m - 0.1 for _, m in ticks],
+        "ask": [m + 0.1 for _, m in ticks],
+        "last": [m for _, m in ticks],
+    }
+    _file(root, "2025-11-13", "part-0.parquet", cols, unit)
+    return root
+
+
+def write_frames(folder: Path, frames: Any) -> Path:
+    """The three tables of hand-made ``frames`` as loose export files (no manifest)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frames.orders.to_parquet(folder / "orders.parquet")
+    frames.trades.to_parquet(folder / "trades.parquet")
+    frames.evaluated_tickers.to_parquet(folder / "evaluated_tickers.parquet")
+    return folder

@@ -186,7 +186,8 @@ def _orders(sources: Sources) -> str:
     o AS (
         SELECT id, symbol, side, otype, venue, sign, created, anchor,
             {symbol_key("symbol")} AS key,
-            upper(status) IN ('CLOSED', 'EXECUTED') AND avg_any > 0 AS executed,
+            coalesce(upper(status) IN ('CLOSED', 'EXECUTED') AND avg_any > 0, FALSE)
+                AS executed,
             CASE WHEN avg_any > 0 THEN avg_any END AS average,
             CASE WHEN upper(status) IN ('CLOSED', 'EXECUTED') AND avg_any > 0 THEN
                 CASE WHEN cost > 0 THEN cost WHEN quote_amount > 0 THEN quote_amount
