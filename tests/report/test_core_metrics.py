@@ -17,6 +17,7 @@ from _report_frames import T0_MS, closed_order, make_frames
 
 from toolkit.errors import InvalidRequest
 from toolkit.report import core_metrics, execution_report
+from toolkit.report._core import Files, run_duckdb
 
 #: the report's per-order columns the core metrics give
 CORE = (
@@ -71,6 +72,13 @@ def test_the_portable_query_is_the_reports_numbers(files: tuple[Path, Path]) -> 
         ex["venue"]
     ).sum()
     np.testing.assert_allclose(venues["best_quote_slippage_bp"], mean.loc[venues.index], rtol=1e-9)
+
+
+def test_the_bucket_join_is_the_reports_numbers_too(files: tuple[Path, Path]) -> None:
+    export, recording = files
+    for age in (60.0, 7.0):
+        got = run_duckdb(Files(export, recording), age, "buckets")["per_order"]
+        assert_same(got, execution_report(export, recording, max_quote_age=age)["per_order"])
 
 
 def test_no_limit_on_the_quote_age_is_the_reports_too(files: tuple[Path, Path]) -> None:

@@ -74,7 +74,14 @@ def test_the_spark_text_of_the_query() -> None:
     assert "epoch_ns" in duck and "EPOCH_NS" not in spark.upper()
     assert "UNIX_MICROS(`createdAt`) AS BIGINT) * 1000" in spark.replace("CAST(", "")
     assert "`markout_-60s_bp`" in spark and '"' not in spark
+    # the window keeps the last ticker seen (IGNORE NULLS); under a max_quote_age the
+    # ASOF may be a bucket join (integer division), never without one
     assert "IGNORE NULLS" in spark
+    buckets = to_spark(core_sql(sources, 60.0, "buckets"))
+    assert "DIV 60000000000" in buckets and "IGNORE NULLS" not in buckets
+    assert "IGNORE NULLS" in to_spark(core_sql(sources, None, "buckets"))
+    # a bucket is never narrower than a second (max_quote_age=0 divides by it)
+    assert "// 1000000000" in core_sql(sources, 0.0, "buckets")
     # Spark sorts NULLs first ascending, DuckDB last: the transpiled order says which
     assert "NULLS LAST" in spark
     # max_quote_age in ns, exactly (a float of seconds rounded once)

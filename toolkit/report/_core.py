@@ -16,6 +16,7 @@ from toolkit.report._portable import (
     QUOTE_COLUMNS,
     TICK_COLUMNS,
     TRADE_COLUMNS,
+    Asof,
     Source,
     Sources,
     core_sql,
@@ -252,8 +253,11 @@ def core_metrics(
     return run_duckdb(files, max_quote_age)
 
 
-def run_duckdb(files: Files, max_quote_age: float | None) -> dict[str, pd.DataFrame]:
-    """The core metrics of ``files`` on the report's DuckDB engine."""
+def run_duckdb(
+    files: Files, max_quote_age: float | None, asof: Asof | None = None
+) -> dict[str, pd.DataFrame]:
+    """The core metrics of ``files`` on the report's DuckDB engine (``asof``: how the
+    join is written, :func:`core_sql`)."""
     import pyarrow as pa
 
     from toolkit.report._engine import connection
@@ -273,7 +277,7 @@ def run_duckdb(files: Files, max_quote_age: float | None) -> dict[str, pd.DataFr
             con.register(
                 "gaps", pa.table({"gs": pa.array(gs, pa.int64()), "ge": pa.array(ge, pa.int64())})
             )
-        con.execute(f"CREATE TEMP TABLE per_order AS {core_sql(sources, max_quote_age)}")
+        con.execute(f"CREATE TEMP TABLE per_order AS {core_sql(sources, max_quote_age, asof)}")
         per_order = con.sql('SELECT * FROM per_order ORDER BY "orderId"').df()
         venues = con.sql(venues_sql("per_order")).df()
     return {"per_order": per_order, "venues": venues}

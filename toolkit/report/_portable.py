@@ -266,33 +266,21 @@ def _span_row(span: tuple[int, int] | None) -> str:
     return f"UNION ALL SELECT CAST({span[0]} AS BIGINT), CAST({span[1]} AS BIGINT)"
 
 
-def _mids(sources: Sources, tolerance_ns: int | None) -> str:
-    horizons = [
-        f"SELECT id, key, {1 + i} AS h, anchor + {int(h) * _NS} AS t FROM o "
-        "WHERE executed AND anchor IS NOT NULL"
-        for i, h in enumerate(MARKOUT_HORIZONS_S)
-    ]
-    arrival = "SELECT id, key, 0 AS h, created AS t FROM o WHERE executed AND created IS NOT NULL"
-    moments = " UNION ALL ".join([arrival, *horizons])
-    fresh = "" if tolerance_ns is None else f"AND w.t - w.tick_t <= {tolerance_ns}"
-    # no gap of the recording between the ticker used and the moment
-    gap_join = (
-        f"LEFT JOIN {sources.gaps} g ON g.gs <= hit.t AND g.ge >= hit.tick_t"
-        if sources.gaps
-        else ""
-    )
-    gap_ok = "WHERE g.gs IS NULL" if sources.gaps else ""
-    pivot = ", ".join(
-        f"max(CASE WHEN h = {i} THEN mid END) AS m{i}" for i in range(1 + len(MARKOUT_HORIZONS_S))
-    )
+#: how the ASOF join is written: "window" (moments and tickers of a pair in one sorted
+#: stream; any age; the faster on DuckDB, but one task per pair on Spark) or "buckets"
+#: (an equi-join on the pair and a time bucket as wide as max_quote_age, then the latest
+#: candidate; needs a limit; spreads over every task of a cluster)
+Asof = Literal["window", "buckets"]
+
+
+def _asof_window() -> str:
     # at one time, tickers before moments; of tickers at one time, the one read last is
     # last (received_at, connection, seq, as the report's read order)
     window = (
         "PARTITION BY key ORDER BY t ASC, kind ASC, o1 ASC NULLS FIRST, o2 ASC NULLS LAST, "
         "o3 ASC NULLS LAST ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     )
-    return f""",
-    tg AS ({moments}),
+    return f"""
     ev AS (
         SELECT key, t, 0 AS kind, o1, o2, o3, t AS tick_t, mid, spread,
             CAST(NULL AS VARCHAR) AS id, CAST(NULL AS INTEGER) AS h
@@ -303,15 +291,63 @@ def _mids(sources: Sources, tolerance_ns: int | None) -> str:
             CAST(NULL AS DOUBLE), id, h
         FROM tg
     ),
-    w AS (
+    found AS (
         SELECT id, h, t,
             last_value(tick_t IGNORE NULLS) OVER ({window}) AS tick_t,
             last_value(mid IGNORE NULLS) OVER ({window}) AS mid,
             last_value(spread IGNORE NULLS) OVER ({window}) AS spread
         FROM ev
+    )"""
+
+
+def _asof_buckets(tolerance_ns: int) -> str:
+    # a ticker serves the moments of its own bucket and of the next: every ticker at most
+    # one bucket's width older than a moment is a candidate; the latest one (its time,
+    # then the read order) wins
+    width = max(tolerance_ns, _NS)
+    latest = "tk.t DESC, tk.o1 DESC NULLS LAST, tk.o2 DESC NULLS FIRST, tk.o3 DESC NULLS FIRST"
+    return f"""
+    tb AS (
+        SELECT key, t, o1, o2, o3, mid, spread, t // {width} AS b FROM tk
+        UNION ALL
+        SELECT key, t, o1, o2, o3, mid, spread, t // {width} + 1 AS b FROM tk
     ),
+    cand AS (
+        SELECT tg.id, tg.h, tg.t, tk.t AS tick_t, tk.mid, tk.spread,
+            row_number() OVER (PARTITION BY tg.id, tg.h ORDER BY {latest}) AS n
+        FROM tg JOIN tb tk ON tk.key = tg.key AND tk.b = tg.t // {width}
+        WHERE tk.t <= tg.t AND tg.t - tk.t <= {tolerance_ns}
+    ),
+    found AS (SELECT id, h, t, tick_t, mid, spread FROM cand WHERE n = 1)"""
+
+
+def _mids(sources: Sources, tolerance_ns: int | None, asof: Asof) -> str:
+    horizons = [
+        f"SELECT id, key, {1 + i} AS h, anchor + {int(h) * _NS} AS t FROM o "
+        "WHERE executed AND anchor IS NOT NULL"
+        for i, h in enumerate(MARKOUT_HORIZONS_S)
+    ]
+    arrival = "SELECT id, key, 0 AS h, created AS t FROM o WHERE executed AND created IS NOT NULL"
+    moments = " UNION ALL ".join([arrival, *horizons])
+    fresh = "" if tolerance_ns is None else f"AND w.t - w.tick_t <= {tolerance_ns}"
+    if asof == "buckets" and tolerance_ns is not None:
+        found = _asof_buckets(tolerance_ns)
+    else:
+        found = _asof_window()
+    # no gap of the recording between the ticker used and the moment
+    gap_join = (
+        f"LEFT JOIN {sources.gaps} g ON g.gs <= hit.t AND g.ge >= hit.tick_t"
+        if sources.gaps
+        else ""
+    )
+    gap_ok = "WHERE g.gs IS NULL" if sources.gaps else ""
+    pivot = ", ".join(
+        f"max(CASE WHEN h = {i} THEN mid END) AS m{i}" for i in range(1 + len(MARKOUT_HORIZONS_S))
+    )
+    return f""",
+    tg AS ({moments}),{found},
     hit AS (
-        SELECT w.* FROM w CROSS JOIN bounds b
+        SELECT w.* FROM found w CROSS JOIN bounds b
         WHERE w.id IS NOT NULL AND w.tick_t IS NOT NULL AND w.t BETWEEN b.lo AND b.hi {fresh}
     ),
     ok AS (SELECT hit.* FROM hit {gap_join} {gap_ok}),
@@ -322,14 +358,17 @@ def _mids(sources: Sources, tolerance_ns: int | None) -> str:
     )"""
 
 
-def core_sql(sources: Sources, max_quote_age: float | None) -> str:
+def core_sql(sources: Sources, max_quote_age: float | None, asof: Asof | None = None) -> str:
     """The per-order query (columns :data:`PER_ORDER`, sorted by orderId) in DuckDB's
-    dialect; ``max_quote_age`` in seconds (None: no limit)."""
+    dialect; ``max_quote_age`` in seconds (None: no limit); ``asof`` how the join is
+    written (default the window; buckets need a limit)."""
     market = bool(sources.ticks)
     tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
+    if asof is None or tolerance is None:
+        asof = "window"
     ctes = _orders(sources) + _quotes(sources)
     if market:
-        ctes += _ticks(sources) + _mids(sources, tolerance)
+        ctes += _ticks(sources) + _mids(sources, tolerance, asof)
     mids = ["m.m0", "m.spread"] + [f"m.m{1 + i}" for i in range(len(MARKOUT_HORIZONS_S))]
     if not market:
         mids = ["CAST(NULL AS DOUBLE)"] * len(mids)

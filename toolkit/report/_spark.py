@@ -71,7 +71,8 @@ def run_spark(files: Files, spark: Any, max_quote_age: float | None) -> dict[str
             session.createDataFrame(files.gaps, "gs bigint, ge bigint").createOrReplaceTempView(
                 "gaps"
             )
-        per_order = session.sql(to_spark(core_sql(sources, max_quote_age)))
+        # a window per pair would be one task per pair: the bucket join spreads
+        per_order = session.sql(to_spark(core_sql(sources, max_quote_age, "buckets")))
         per_order.createOrReplaceTempView("per_order")
         per_order.cache()
         try:
