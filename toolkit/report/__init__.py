@@ -10,5 +10,6 @@ written whole or not at all); never the client, the stream or the views."""
 from __future__ import annotations
 
 from toolkit.report._api import ExecutionReport, execution_report
+from toolkit.report._core import core_metrics
 
-__all__ = ["ExecutionReport", "execution_report"]
+__all__ = ["ExecutionReport", "core_metrics", "execution_report"]
