@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import NONE_LABEL, WEIGHTS, _conform, _text, empty
-from toolkit.report._fills import maker_by_order, maker_share
+from toolkit.report._fills import maker_by_order, maker_share, positions, take_text
 
 AGG_COLUMNS: dict[str, str] = {
     "orders": "int64",
@@ -74,7 +74,7 @@ SUMMARY_COLUMNS = {
 
 
 def _currency_unit(po: pd.DataFrame) -> str:
-    found = sorted({c for c in po["currency"].dropna().astype(str) if c})
+    found = sorted({c for c in po["currency"].dropna().astype(str).unique() if c})
     return found[0] if len(found) == 1 else "quote currency"
 
 
@@ -144,9 +144,8 @@ def summary(
     po = po[[c for c in po.columns if c in used]]
     rows = _summary_rows(po, by_order)
     # the type of each trade's order, to give market and limit orders their own trades
-    ids = pd.Index(po["orderId"].to_numpy(dtype=object))
-    at = ids.get_indexer(by_order.index.to_numpy(dtype=object))
-    order_type = np.where(at >= 0, po["type"].to_numpy(dtype=object)[np.maximum(at, 0)], "")
+    at = positions(by_order.index.to_series(), po["orderId"])
+    order_type = take_text(po["type"], at, "")
     out = pd.DataFrame(rows, columns=["metric", "value", "orders"])
     units = {"executed notional": _currency_unit(po)}
     out["unit"] = out["metric"].map(lambda m: units.get(m, SUMMARY_UNITS.get(m, "bp")))
