@@ -17,6 +17,7 @@ import pytest
 from _split_parts import split_parts
 from _tables_cases import CASES
 
+from toolkit.errors import InvalidRequest
 from toolkit.report import _api, _columnar
 from toolkit.report._api import ExecutionReport, execution_report
 from toolkit.report._columnar import TABLE_COLUMNS
@@ -177,3 +178,20 @@ def test_execution_report_through_parts_equals_the_report_in_memory(
             pd.testing.assert_frame_equal(disk[name], table, obj=name)
     assert repr(disk) == repr(memory)
     disk.close()
+
+
+def test_execution_report_of_order_parts_keeps_them(tmp_path: Path) -> None:
+    frames, market = CASES["duplicate ids"]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory = execution_report(frames, market)
+        parts = split_parts(frames, market, parts=2)
+        disk = execution_report(parts)
+    assert disk._parts is parts and repr(disk) == repr(memory)
+    for name, table in memory.tables.items():
+        pd.testing.assert_frame_equal(pd.DataFrame(disk[name]), pd.DataFrame(table), obj=name)
+    disk.close()
+    assert parts.folder is not None and not parts.folder.exists()
+    other = split_parts(frames, parts=1, folder=tmp_path)
+    with pytest.raises(InvalidRequest, match="market's metrics; give market= when"):
+        execution_report(other, pd.DataFrame())

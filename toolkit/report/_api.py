@@ -454,11 +454,14 @@ def execution_report(
 
     Parameters
     ----------
-    frames : OrderFrames, OrderStore or path
+    frames : OrderFrames, OrderStore, path or OrderParts
         The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
         through ``frames.quote_fields``, the profile's mapping); an ``OrderStore`` (its
-        ``frames()``); or the folder of an export (``OrderFrames.to_parquet``, or loose
-        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``).
+        ``frames()``); the folder of an export (``OrderFrames.to_parquet``, or loose
+        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``); or the
+        orders' per-order parts on disk (``OrderParts``, the market already joined):
+        the report then keeps them there and owns them (see
+        :meth:`ExecutionReport.from_parts`).
     market : DataFrame or path, optional
         The root of a recording, read where it lies by the report's engine (DuckDB, under
         the memory limit ``$TOOLKIT_REPORT_MEMORY``, default 2GB, spilling to disk beyond
@@ -489,8 +492,15 @@ def execution_report(
     InvalidRequest
         ``frames`` neither frames, a store nor an export folder; ``market`` a path that is
         no recording, or one of its ticker files damaged or foreign (named); a memory
-        limit DuckDB does not read.
+        limit DuckDB does not read; ``market`` given with order parts.
     """
+    if isinstance(frames, OrderParts):
+        if market is not None:
+            raise InvalidRequest(
+                "execution_report: the order parts already hold the market's metrics; "
+                "give market= when the parts are built, not with them"
+            )
+        return _report_of_parts(frames, compare, title, min_coverage, min_orders)
     orders = frames_source(frames)
     source = None if market is None else market_source(market)
     parts = _order_parts_for(orders, source, max_quote_age=max_quote_age)
@@ -501,11 +511,21 @@ def execution_report(
             tables, title=title, min_coverage=min_coverage, min_orders=min_orders
         )
     try:
-        tables = tables_from_parts(parts, compare=compare)
-        tables["worst_order_quotes"] = quotes_from_parts(parts, tables["worst_orders"])
+        return _report_of_parts(parts, compare, title, min_coverage, min_orders)
     except BaseException:
         parts.close()
         raise
+
+
+def _report_of_parts(
+    parts: OrderParts,
+    compare: tuple[Period, Period] | None,
+    title: str,
+    min_coverage: float,
+    min_orders: int,
+) -> ExecutionReport:
+    tables = tables_from_parts(parts, compare=compare)
+    tables["worst_order_quotes"] = quotes_from_parts(parts, tables["worst_orders"])
     return ExecutionReport.from_parts(
         parts, tables, title=title, min_coverage=min_coverage, min_orders=min_orders
     )

@@ -233,12 +233,15 @@ class _Given:
 
 
 def _data_checks(po: pd.DataFrame, g: _Given) -> pd.DataFrame:
-    # the rows before the outliers, then the outliers: data_checks' order
-    found = [g.checks] if len(g.checks) else []
-    found += slippage_outliers(po, g.ids)
-    if not found:
-        return empty(CHECK_COLUMNS)
-    return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
+    # the rows before the outliers, then the outliers: data_checks' order; the rows
+    # before are conformed already (they may be most orders: copied once, not twice)
+    found = slippage_outliers(po, g.ids)
+    outliers = _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS) if found else None
+    if outliers is None:
+        return _conform(g.checks, CHECK_COLUMNS) if len(g.checks) else empty(CHECK_COLUMNS)
+    if not len(g.checks):
+        return outliers
+    return pd.concat([_conform(g.checks, CHECK_COLUMNS), outliers], ignore_index=True)
 
 
 _Compute = Callable[[pd.DataFrame, _Given], pd.DataFrame]
@@ -351,11 +354,13 @@ def read_columns(
 
 def read_makers(paths: Sequence[Path]) -> pd.DataFrame:
     """``maker_by_order(trades)`` of the orders, from its parts (indexed by orderId)."""
-    frames = [pd.read_parquet(p) for p in paths]
-    frames = [f for f in frames if len(f) and "orderId" in f.columns]
-    if not frames:
+    tables = [pq.read_table(p) for p in paths]
+    tables = [t for t in tables if t.num_rows and "orderId" in t.schema.names]
+    if not tables:
         return maker_by_order(None)
-    return pd.concat(frames, ignore_index=True).set_index("orderId")
+    table = pa.concat_tables(tables, promote_options="permissive")
+    del tables
+    return table.to_pandas(self_destruct=True).set_index("orderId")
 
 
 def _row_ids(paths: Sequence[Path]) -> Callable[[pd.Index], pd.Series]:
