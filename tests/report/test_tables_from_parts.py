@@ -87,3 +87,21 @@ def test_each_table_reads_only_its_declared_columns(name: str) -> None:
         only = compute_table(table, po[list(dict.fromkeys(columns))], given)
         for key in full:
             pd.testing.assert_frame_equal(only[key], full[key], obj=f"{name}: {key}")
+
+
+def test_maker_share_counts_an_order_without_a_venue_under_one_label() -> None:
+    # "a" on a venue spelled like the label, "b" without a venue, "zz" no order of the set
+    po = pd.DataFrame({"orderId": ["a", "b", "c"], "venue": ["(none)", None, "v"]}, dtype="str")
+    makers = pd.DataFrame(
+        {
+            "trades": [1, 2, 3, 4],
+            "maker_trades": [1, 0, 1, 1],
+            "cost": [1.0, 2.0, 3.0, 4.0],
+            "maker_cost": [1.0, 0.0, 3.0, 4.0],
+        },
+        index=pd.Index(["a", "b", "c", "zz"], name="orderId"),
+    )
+    got = _metrics.maker_share(None, po, makers).set_index("venue")
+    assert got.index.tolist() == ["(all)", "(none)", "v"]
+    assert got["trades"].tolist() == [10, 7, 3]
+    assert got.loc["(none)", "maker_cost_share"] == pytest.approx(5.0 / 7.0)

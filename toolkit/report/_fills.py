@@ -111,14 +111,16 @@ def positions(needles: pd.Series, haystack: pd.Series) -> np.ndarray:
     return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype="int64")
 
 
-def take_text(values: pd.Series, at: np.ndarray, missing: str) -> np.ndarray:
-    """``values`` at positions ``at`` as texts (``missing`` at -1 or a missing value)."""
-    import pyarrow as pa
-
-    from toolkit.report._engine import arrow_text
-
-    got = arrow_text(values).take(pa.array(at, mask=at < 0)).fill_null(missing)
-    return np.asarray(got.to_numpy(zero_copy_only=False), dtype=object)
+def text_codes(values: pd.Series, at: np.ndarray, missing: str) -> tuple[np.ndarray, np.ndarray]:
+    """The texts of ``values`` at positions ``at`` (``missing`` at -1 or a missing value)
+    as numbers into their distinct texts: (numbers, texts), never a text per row."""
+    codes, uniques = pd.factorize(values)
+    names = np.append(np.asarray(uniques, dtype=object).astype(str), missing)
+    # a value spelled like ``missing`` is the same label: one number for both
+    merged, labels = pd.factorize(names)
+    picked = np.where(at >= 0, codes[np.maximum(at, 0)], -1) if len(codes) else np.full(len(at), -1)
+    picked = np.where(picked >= 0, picked, len(names) - 1)
+    return merged[picked], np.asarray(labels, dtype=object)
 
 
 def maker_share(
@@ -129,12 +131,13 @@ def maker_share(
     m = maker_by_order(trades) if by_order is None else by_order
     if m.empty:
         return empty(MAKER_COLUMNS)
-    # each order's venue (its first row's), by position: a hash of the ids, not a join
+    # each order's venue (its first row's), by position: a hash of the ids, not a join;
+    # grouped by the venue's number, then named and sorted (the same groups, same order)
     at = positions(m.index.to_series(), po["orderId"])
-    # numbered rows: grouping a frame indexed by every order id would hash the ids again
-    work = pd.DataFrame({c: m[c].to_numpy() for c in MAKER_SUMS})
-    work["venue"] = take_text(po["venue"], at, NONE_LABEL)
-    per = work.groupby("venue", sort=True)[list(MAKER_SUMS)].sum(min_count=1)
+    codes, labels = text_codes(po["venue"], at, NONE_LABEL)
+    per = m[list(MAKER_SUMS)].groupby(codes, sort=True).sum(min_count=1)
+    per.index = pd.Index(labels[per.index.to_numpy()], dtype="str")
+    per = per.sort_index()
     per.loc["(all)"] = per.sum(min_count=1)
     per = per.sort_index()
     out = per.assign(
