@@ -8,6 +8,7 @@ in a child process, whose peak RSS (``VmHWM``) is read when it ends::
 
     PYTHONPATH=$PWD .venv/bin/python tools/measure_tables.py [--sizes 1000000 10000000]
         [--rounds 3 1] [--export DIR] [--recording DIR] [--work /tmp/measure-tables]
+        [--no-checks]
 
 Prints one line per round and the median of each size (wall and CPU seconds, GiB). The
 measured parts carry the base set's data checks tiled (the report's ``data_checks``
@@ -119,7 +120,7 @@ def _peak_gib() -> float:
     return float("nan")
 
 
-def _child(folder: Path) -> None:
+def _child(folder: Path, checks: bool) -> None:
     from toolkit.report._api import ExecutionReport
     from toolkit.report._columnar import quotes_from_parts, tables_from_parts
     from toolkit.report._parts import OrderParts
@@ -129,7 +130,7 @@ def _child(folder: Path) -> None:
         per_order=sorted(folder.glob("per_order-*.parquet")),
         makers=sorted(folder.glob("makers-*.parquet")),
         quotes=sorted(folder.glob("quotes-*.parquet")),
-        checks=pd.read_parquet(folder / "checks.parquet"),
+        checks=pd.read_parquet(folder / "checks.parquet").iloc[: None if checks else 0],
         contingencies=pd.read_parquet(folder / "contingencies.parquet"),
         contingency_reasons=pd.read_parquet(folder / "contingency_reasons.parquet"),
         warnings=json.loads((folder / "warnings.json").read_text()),
@@ -166,10 +167,16 @@ def main() -> None:
     ap.add_argument("--export", type=Path, default=Path("/tmp/engine-bench/default/export"))
     ap.add_argument("--recording", type=Path, default=Path("/tmp/engine-bench/default/recording"))
     ap.add_argument("--work", type=Path, default=Path("/tmp/measure-tables"))
+    ap.add_argument(
+        "--no-checks",
+        action="store_true",
+        help="parts without data checks (a set whose orders agree with their trades): "
+        "the tables' own memory, without the checks the interface holds in memory",
+    )
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
-        _child(args.child)
+        _child(args.child, not args.no_checks)
         return
     base = _base(args.export, args.recording, args.work)
     for size, rounds in zip(args.sizes, args.rounds, strict=True):
@@ -177,7 +184,8 @@ def main() -> None:
         got = []
         for r in range(rounds):
             run = subprocess.run(
-                [sys.executable, __file__, "--child", str(folder)],
+                [sys.executable, __file__, "--child", str(folder)]
+                + (["--no-checks"] if args.no_checks else []),
                 capture_output=True,
                 text=True,
                 check=False,
