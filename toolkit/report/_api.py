@@ -4,7 +4,8 @@ orders as pandas tables, matplotlib figures, a notebook view, HTML and Parquet."
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -15,6 +16,7 @@ import pandas as pd
 from toolkit._atomic import atomic_files, atomic_write_text, read_manifest, set_problem
 from toolkit.errors import InvalidRequest
 from toolkit.report import _figures, _html, _metrics
+from toolkit.report._columnar import quotes_from_parts, read_columns, tables_from_parts
 from toolkit.report._columns import empty
 from toolkit.report._coverage import COVERAGE_CHECK, absent_type_notes
 from toolkit.report._daily import daily_cost
@@ -23,6 +25,16 @@ from toolkit.report._drilldown import QUOTE_COLUMNS, order_chart, worst_order_qu
 from toolkit.report._gate import MIN_COVERAGE, MIN_ORDERS, CoverageRule
 from toolkit.report._inputs import frames_source
 from toolkit.report._market import MarketLike, market_source
+from toolkit.report._orders_on_disk import (
+    PAGE_COLUMNS,
+    OrderStats,
+    PartsTables,
+    stats_of_frame,
+    stats_of_parts,
+    worst_rows,
+    write_per_order,
+)
+from toolkit.report._parts import OrderParts
 from toolkit.report._robust import Period
 from toolkit.report._shown import shown
 from toolkit.report._svg import figure_svg, ink
@@ -61,6 +73,13 @@ class ExecutionReport:
     coverage rule of the page (``min_coverage``, ``min_orders``); ``daily_cost`` and
     ``worst_order_quotes`` are tables too (a set written before them draws the first
     again from ``per_order`` and leaves the second empty).
+
+    A report built from parts on disk (:meth:`from_parts`, what ``execution_report``
+    gives for a set too large for memory) keeps its per-order table there:
+    ``report["per_order"]`` then reads every order, all columns, each time it is asked
+    for, while the page, the figures, ``repr``, ``describe`` and the order charts read
+    only the few columns (and the worst orders' rows) they show. Such a report owns the
+    parts' temporary folder until :meth:`close` or until it is garbage collected.
     """
 
     def __init__(
@@ -71,7 +90,49 @@ class ExecutionReport:
         min_coverage: float = MIN_COVERAGE,
         min_orders: int = MIN_ORDERS,
     ):
-        missing = [n for n in _table_names() if n not in tables]
+        self._setup(tables, None, title, min_coverage, min_orders)
+
+    @classmethod
+    def from_parts(
+        cls,
+        parts: OrderParts,
+        tables: Mapping[str, pd.DataFrame],
+        *,
+        title: str = DEFAULT_TITLE,
+        min_coverage: float = MIN_COVERAGE,
+        min_orders: int = MIN_ORDERS,
+    ) -> ExecutionReport:
+        """A report whose per-order table stays in ``parts`` on disk.
+
+        Parameters
+        ----------
+        parts : OrderParts
+            The orders and their per-order metrics; the report takes them over and
+            removes their temporary folder (``parts.folder``) on :meth:`close` or when it
+            is garbage collected.
+        tables : mapping of str to DataFrame
+            Every other table (``tables_from_parts(parts)``, and ``worst_order_quotes``).
+        title, min_coverage, min_orders
+            As for :class:`ExecutionReport`.
+
+        Returns
+        -------
+        ExecutionReport
+        """
+        report = cls.__new__(cls)
+        report._setup(tables, parts, title, min_coverage, min_orders)
+        return report
+
+    def _setup(
+        self,
+        tables: Mapping[str, pd.DataFrame],
+        parts: OrderParts | None,
+        title: str,
+        min_coverage: float,
+        min_orders: int,
+    ) -> None:
+        needed = [n for n in _table_names() if parts is None or n != "per_order"]
+        missing = [n for n in needed if n not in tables]
         if missing:
             raise InvalidRequest(f"report tables missing: {', '.join(missing)}")
         if not 0 <= min_coverage <= 1 or min_orders < 0:
@@ -79,13 +140,57 @@ class ExecutionReport:
                 f"min_coverage must be a share in [0, 1] and min_orders >= 0, not "
                 f"{min_coverage!r} and {min_orders!r}"
             )
-        given = dict(tables)
+        given = {n: df for n, df in tables.items() if parts is None or n != "per_order"}
         # tables a set written before them lacks: drawn again from per_order, or empty
-        given.setdefault("daily_cost", daily_cost(given["per_order"]))
+        if "daily_cost" not in given:
+            po = given["per_order"] if parts is None else read_columns(parts.per_order)
+            given["daily_cost"] = daily_cost(po)
         given.setdefault("worst_order_quotes", empty(QUOTE_COLUMNS))
-        self.tables: dict[str, pd.DataFrame] = {n: shown(df, n) for n, df in given.items()}
+        named = {n: shown(df, n) for n, df in given.items()}
+        self._parts = parts
+        self.tables: MutableMapping[str, pd.DataFrame] = (
+            named if parts is None else PartsTables(named, parts, _ADDED)
+        )
+        self._stats: OrderStats | None = None
+        self._close = weakref.finalize(self, parts.close) if parts is not None else None
+        if parts is not None:
+            self._stats = stats_of_parts(parts.per_order)
         self.title = title
         self.rule = CoverageRule(min_coverage, min_orders)
+
+    def close(self) -> None:
+        """Remove the temporary folder of the parts the report was built from (nothing for
+        a report in memory); idempotent. ``report["per_order"]`` cannot be read after."""
+        if self._close is not None:
+            self._close()
+
+    def _on_disk(self) -> OrderParts | None:
+        # the parts per_order is read from (None: in memory, or replaced by a frame)
+        tables = self.tables
+        return tables.parts if isinstance(tables, PartsTables) else None
+
+    def _with_orders(self, columns: Sequence[str]) -> dict[str, pd.DataFrame]:
+        """The tables, ``per_order`` holding at least ``columns`` (from parts: only them)."""
+        parts = self._on_disk()
+        if parts is None:
+            return dict(self.tables)
+        assert isinstance(self.tables, PartsTables)
+        return {**self.tables.others(), "per_order": read_columns(parts.per_order, columns)}
+
+    def _order_stats(self) -> OrderStats:
+        if self._on_disk() is not None and self._stats is not None:
+            return self._stats
+        return stats_of_frame(self.tables["per_order"])
+
+    def _worst_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables with ``per_order`` holding only the worst orders' rows."""
+        ids = self.tables["worst_orders"]["orderId"].astype(str).tolist()
+        parts = self._on_disk()
+        if parts is None:
+            po = self.tables["per_order"]
+            return {**self.tables, "per_order": po[po["orderId"].isin(ids)]}
+        assert isinstance(self.tables, PartsTables)
+        return {**self.tables.others(), "per_order": worst_rows(parts, ids)}
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -102,7 +207,12 @@ class ExecutionReport:
     @cached_property
     def figures(self) -> dict[str, Figure]:
         """Figure name -> matplotlib Figure (Agg canvas, never shown)."""
-        return _figures.all_figures(self.tables)
+        parts = self._on_disk()
+        if parts is None:
+            return _figures.all_figures(self.tables)
+        return _figures.all_figures(
+            self._with_orders(()), read=lambda columns: read_columns(parts.per_order, columns)
+        )
 
     @property
     def coverage(self) -> list[str]:
@@ -111,7 +221,7 @@ class ExecutionReport:
         rows of ``data_checks``), then a note per order type the set lacks."""
         checks = self.tables["data_checks"]
         notes = checks.loc[checks["check"] == COVERAGE_CHECK, "detail"].astype(str).tolist()
-        return notes + absent_type_notes(self.tables["per_order"]["type"].astype(str))
+        return notes + absent_type_notes(self._order_stats().types)
 
     def describe(self) -> str:
         """One line saying what the report covers, its coverage notes included."""
@@ -119,14 +229,12 @@ class ExecutionReport:
         return self._scope() + (f"; coverage: {'; '.join(notes)}" if notes else "")
 
     def _scope(self) -> str:
-        po = self.tables["per_order"]
-        n, ex = len(po), int(po["executed"].sum()) if len(po) else 0
+        s = self._order_stats()
+        n, ex = s.orders, s.executed
         span = ""
-        if po["createdAt"].notna().any():
-            lo, hi = po["createdAt"].min(), po["createdAt"].max()
-            span = f", created {lo:%Y-%m-%d %H:%M} to {hi:%Y-%m-%d %H:%M} UTC"
-        market = po["arrival_mid"].notna().any() if n else False
-        used = "used" if market else "none"
+        if s.first is not None and s.last is not None:
+            span = f", created {s.first:%Y-%m-%d %H:%M} to {s.last:%Y-%m-%d %H:%M} UTC"
+        used = "used" if s.market else "none"
         return f"{n:,} orders ({ex:,} executed){span}; market recording: {used}"
 
     def order_chart(self, order_id: str) -> Figure:
@@ -145,7 +253,7 @@ class ExecutionReport:
         if order_id not in set(self.tables["worst_orders"]["orderId"].astype(str)):
             raise InvalidRequest(f"order_chart: {order_id!r} is not one of the worst orders")
         with ink():
-            return order_chart(self.tables, order_id)
+            return order_chart(self._worst_tables(), order_id)
 
     @cached_property
     def _figure_svgs(self) -> dict[str, str]:
@@ -155,9 +263,8 @@ class ExecutionReport:
     @cached_property
     def _order_svgs(self) -> dict[str, str]:
         ids = self.tables["worst_orders"]["orderId"].astype(str).tolist()
-        po = self.tables["per_order"]
         # the worst orders' rows once, not a scan of every order per chart
-        few = {**self.tables, "per_order": po[po["orderId"].isin(ids)]}
+        few = self._worst_tables()
         out = {}
         with ink():
             for oid in ids:
@@ -183,7 +290,7 @@ class ExecutionReport:
         """
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         body = _html.body_html(
-            self.tables,
+            self._with_orders(PAGE_COLUMNS),
             self._figure_svgs if figures else None,
             self.title,
             f"{self._scope()}. Generated {stamp}.",
@@ -203,7 +310,7 @@ class ExecutionReport:
     def _repr_html_(self) -> str:
         # the summary open, every other section collapsed: a short notebook output
         body = _html.body_html(
-            self.tables,
+            self._with_orders(PAGE_COLUMNS),
             self._figure_svgs,
             self.title,
             self._scope(),
@@ -233,8 +340,13 @@ class ExecutionReport:
         """
         out = Path(directory)
         with atomic_files(out) as files:
-            for name, df in self.tables.items():
-                df.to_parquet(files.path(f"{name}.parquet"), index=False)
+            parts = self._on_disk()
+            for name in list(self.tables):
+                if name == "per_order" and parts is not None:
+                    # streamed from the parts: every order is never in memory at once
+                    write_per_order(parts, files.path("per_order.parquet"))
+                else:
+                    self.tables[name].to_parquet(files.path(f"{name}.parquet"), index=False)
         return out
 
     def save_figures(self, directory: str | os.PathLike[str], *, dpi: int = 100) -> Path:
@@ -319,6 +431,10 @@ class ExecutionReport:
         return cls(tables, title=title, min_coverage=min_coverage, min_orders=min_orders)
 
 
+#: the tables a report adds to those of all_tables, listed after per_order
+_ADDED = ("worst_order_quotes", "daily_cost")
+
+
 def _table_names() -> list[str]:
     names = {t for s in SECTIONS for t in s.tables} - OPTIONAL_TABLES
     return sorted(names | {"per_order"})
@@ -338,11 +454,14 @@ def execution_report(
 
     Parameters
     ----------
-    frames : OrderFrames, OrderStore or path
+    frames : OrderFrames, OrderStore, path or OrderParts
         The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
         through ``frames.quote_fields``, the profile's mapping); an ``OrderStore`` (its
-        ``frames()``); or the folder of an export (``OrderFrames.to_parquet``, or loose
-        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``).
+        ``frames()``); the folder of an export (``OrderFrames.to_parquet``, or loose
+        ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``); or the
+        orders' per-order parts on disk (``OrderParts``, the market already joined):
+        the report then keeps them there and owns them (see
+        :meth:`ExecutionReport.from_parts`).
     market : DataFrame or path, optional
         The root of a recording, read where it lies by the report's engine (DuckDB, under
         the memory limit ``$TOOLKIT_REPORT_MEMORY``, default 2GB, spilling to disk beyond
@@ -373,10 +492,49 @@ def execution_report(
     InvalidRequest
         ``frames`` neither frames, a store nor an export folder; ``market`` a path that is
         no recording, or one of its ticker files damaged or foreign (named); a memory
-        limit DuckDB does not read.
+        limit DuckDB does not read; ``market`` given with order parts.
     """
+    if isinstance(frames, OrderParts):
+        if market is not None:
+            raise InvalidRequest(
+                "execution_report: the order parts already hold the market's metrics; "
+                "give market= when the parts are built, not with them"
+            )
+        return _report_of_parts(frames, compare, title, min_coverage, min_orders)
     orders = frames_source(frames)
     source = None if market is None else market_source(market)
-    tables = _metrics.all_tables(orders, source, max_quote_age=max_quote_age, compare=compare)
-    tables["worst_order_quotes"] = worst_order_quotes(orders, tables["worst_orders"])
-    return ExecutionReport(tables, title=title, min_coverage=min_coverage, min_orders=min_orders)
+    parts = _order_parts_for(orders, source, max_quote_age=max_quote_age)
+    if parts is None:
+        tables = _metrics.all_tables(orders, source, max_quote_age=max_quote_age, compare=compare)
+        tables["worst_order_quotes"] = worst_order_quotes(orders, tables["worst_orders"])
+        return ExecutionReport(
+            tables, title=title, min_coverage=min_coverage, min_orders=min_orders
+        )
+    try:
+        return _report_of_parts(parts, compare, title, min_coverage, min_orders)
+    except BaseException:
+        parts.close()
+        raise
+
+
+def _report_of_parts(
+    parts: OrderParts,
+    compare: tuple[Period, Period] | None,
+    title: str,
+    min_coverage: float,
+    min_orders: int,
+) -> ExecutionReport:
+    tables = tables_from_parts(parts, compare=compare)
+    tables["worst_order_quotes"] = quotes_from_parts(parts, tables["worst_orders"])
+    return ExecutionReport.from_parts(
+        parts, tables, title=title, min_coverage=min_coverage, min_orders=min_orders
+    )
+
+
+def _order_parts_for(
+    frames: _metrics.FramesLike, market: MarketLike | None, *, max_quote_age: float | None
+) -> OrderParts | None:
+    """The orders' per-order parts on disk for the report (None: the tables are computed
+    in memory by ``all_tables``, nothing written). Today every set is in memory; the
+    out-of-core build (``order_parts``) is called here."""
+    return None

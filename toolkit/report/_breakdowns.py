@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.report._columns import NONE_LABEL, WEIGHTS, _conform, _text, empty
-from toolkit.report._fills import maker_by_order, maker_share
+from toolkit.report._fills import maker_by_order, maker_share, positions, text_codes
 
 AGG_COLUMNS: dict[str, str] = {
     "orders": "int64",
@@ -36,25 +36,31 @@ def aggregate(po: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     # only the columns the aggregates read: po has a hundred
     needed = {*keys, *WEIGHTS, *WEIGHTS.values(), "notional", "tte_s", "executed"}
     needed -= {"_all", "_one"}
-    work = po[[c for c in po.columns if c in needed]].assign(
-        _all="all", _one=1.0, _exec=po["executed"].astype("int64")
-    )
-    sums: dict[str, pd.Series] = {}
-    for metric, weight in WEIGHTS.items():
-        w = work[weight]
-        ok = work[metric].notna() & (w > 0)
-        work[f"_wx_{metric}"] = (work[metric] * w).where(ok)
-        work[f"_w_{metric}"] = w.where(ok)
+    work = po[[c for c in po.columns if c in needed]]
+    if not by:
+        work = work.assign(_all=np.zeros(len(work), dtype="int8"))
     g = work.groupby(keys, sort=True, dropna=False)
-    sums["orders"] = g.size()
-    sums["executed"] = g["_exec"].sum()
-    sums["notional"] = g["notional"].sum(min_count=1)
-    for metric in WEIGHTS:
-        wx = g[f"_wx_{metric}"].sum(min_count=1)
-        w = g[f"_w_{metric}"].sum(min_count=1)
+    size = g.size()
+    # each sum grouped by the groups' numbers, one column at a time: never a frame of
+    # every order's weighted products (the same sums, in the same row order)
+    codes = g.ngroup().to_numpy()
+
+    def total(values: pd.Series | np.ndarray, how: str = "sum") -> pd.Series:
+        grouped = pd.Series(values, index=work.index).groupby(codes, sort=True)
+        got = grouped.median() if how == "median" else grouped.sum(min_count=1)
+        return got.set_axis(size.index)
+
+    sums: dict[str, pd.Series] = {"orders": size}
+    executed = pd.Series(work["executed"].astype("int64"), index=work.index)
+    sums["executed"] = executed.groupby(codes, sort=True).sum().set_axis(size.index)
+    sums["notional"] = total(work["notional"])
+    one = pd.Series(1.0, index=work.index)
+    for metric, weight in WEIGHTS.items():
+        w = one if weight == "_one" else work[weight]
+        ok = work[metric].notna() & (w > 0)
         name = "best_venue_hit_rate" if metric == "best_venue_hit" else metric
-        sums[name] = wx / w
-    sums["median_tte_s"] = g["tte_s"].median()
+        sums[name] = total((work[metric] * w).where(ok)) / total(w.where(ok))
+    sums["median_tte_s"] = total(work["tte_s"], "median")
     out = pd.DataFrame(sums).reset_index()
     if not by:
         out = out.drop(columns="_all")
@@ -74,7 +80,7 @@ SUMMARY_COLUMNS = {
 
 
 def _currency_unit(po: pd.DataFrame) -> str:
-    found = sorted({c for c in po["currency"].dropna().astype(str) if c})
+    found = sorted({c for c in po["currency"].dropna().astype(str).unique() if c})
     return found[0] if len(found) == 1 else "quote currency"
 
 
@@ -144,9 +150,8 @@ def summary(
     po = po[[c for c in po.columns if c in used]]
     rows = _summary_rows(po, by_order)
     # the type of each trade's order, to give market and limit orders their own trades
-    ids = pd.Index(po["orderId"].to_numpy(dtype=object))
-    at = ids.get_indexer(by_order.index.to_numpy(dtype=object))
-    order_type = np.where(at >= 0, po["type"].to_numpy(dtype=object)[np.maximum(at, 0)], "")
+    at = positions(by_order.index.to_series(), po["orderId"])
+    type_codes, type_names = text_codes(po["type"], at, "")
     out = pd.DataFrame(rows, columns=["metric", "value", "orders"])
     units = {"executed notional": _currency_unit(po)}
     out["unit"] = out["metric"].map(lambda m: units.get(m, SUMMARY_UNITS.get(m, "bp")))
@@ -155,7 +160,7 @@ def summary(
         if part.empty:
             out[t], out[f"{t}_orders"] = np.nan, 0
             continue
-        sub = _summary_rows(part, by_order[order_type == t])
+        sub = _summary_rows(part, by_order[np.isin(type_codes, np.flatnonzero(type_names == t))])
         out[t] = [v for _, v, _ in sub]
         out[f"{t}_orders"] = [k for _, _, k in sub]
     return _conform(out, SUMMARY_COLUMNS)

@@ -4,7 +4,7 @@ outliers (absolute, or in robust sigmas of the median)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -203,8 +203,7 @@ def data_checks(
                 }
             )
         )
-    for col in ("quote_slippage_bp", "best_quote_slippage_bp", "arrival_slippage_bp"):
-        found.extend(_outliers(po, col))
+    found.extend(slippage_outliers(po))
     if not found:
         return empty(CHECK_COLUMNS)
     return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
@@ -267,7 +266,25 @@ def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> list[pd.DataFr
     return out
 
 
-def _outliers(po: pd.DataFrame, col: str) -> list[pd.DataFrame]:
+#: the per-order columns whose outliers are data checks, in the order they are listed
+OUTLIER_COLUMNS = ("quote_slippage_bp", "best_quote_slippage_bp", "arrival_slippage_bp")
+
+
+def slippage_outliers(
+    po: pd.DataFrame, ids: Callable[[pd.Index], pd.Series] | None = None
+) -> list[pd.DataFrame]:
+    """The outlier rows of :func:`data_checks` (the last ones it lists), from ``po``'s
+    :data:`OUTLIER_COLUMNS`; ``ids``: the orderId of the rows at these labels, for a
+    ``po`` read without its orderId column (only the outliers' ids are then read)."""
+    found: list[pd.DataFrame] = []
+    for col in OUTLIER_COLUMNS:
+        found.extend(_outliers(po, col, ids))
+    return found
+
+
+def _outliers(
+    po: pd.DataFrame, col: str, ids: Callable[[pd.Index], pd.Series] | None = None
+) -> list[pd.DataFrame]:
     v = po[col]
     ok = v.dropna()
     if ok.empty:
@@ -287,7 +304,7 @@ def _outliers(po: pd.DataFrame, col: str) -> list[pd.DataFrame]:
     return [
         pd.DataFrame(
             {
-                "orderId": po.loc[bad, "orderId"],
+                "orderId": po.loc[bad, "orderId"] if ids is None else ids(v.index[bad]),
                 "check": f"outlier {col}",
                 "value": v[bad],
                 "expected": med,

@@ -44,7 +44,9 @@ def daily_cost(po: pd.DataFrame) -> pd.DataFrame:
     ex = po[po["executed"].astype(bool) & po["createdAt"].notna()]
     if ex.empty:
         return empty(DAILY_COLUMNS)
-    day = ex["createdAt"].dt.strftime("%Y-%m-%d")
+    # each day written once, not once per order
+    codes, days = pd.factorize(ex["createdAt"].dt.floor("D"))
+    day = pd.Series(days.strftime("%Y-%m-%d").to_numpy()[codes], index=ex.index, dtype="str")
     counts = ex.groupby([day, ex["currency"]]).size().rename("executed")
     d = ex[ex["decomposed"].astype(bool) & (ex["notional"] > 0)]
     dd = day[d.index]

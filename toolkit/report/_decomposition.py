@@ -141,8 +141,8 @@ def venue_mismatch(po: pd.DataFrame) -> pd.DataFrame:
     ex = po.loc[mismatch, ["exchange", "venue", "notional"]]
     if ex.empty:
         return empty(cols)
-    venues = set(po.loc[po["executed"], "venue"].astype(str))
-    quoted = set(po.get("best_venue", pd.Series(dtype=object)).dropna().astype(str))
+    venues = set(po.loc[po["executed"], "venue"].astype(str).unique())
+    quoted = set(po.get("best_venue", pd.Series(dtype=object)).dropna().astype(str).unique())
     # an exchange that is itself a venue somewhere (executed or quoted) is not the service
     ex = ex[ex["exchange"].isin(venues | quoted)]
     if ex.empty:

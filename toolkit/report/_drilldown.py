@@ -22,7 +22,12 @@ QUOTE_COLUMNS = {"orderId": "str", "venue": "str", "price": "float64", "reason":
 def worst_order_quotes(frames: Any, worst: pd.DataFrame) -> pd.DataFrame:
     """Every quote of ``evaluatedTickers`` of the orders in ``worst`` (their first quote per
     venue), under the report's names: ``orderId, venue, price, reason``."""
-    quotes = canonical_quotes(frames)
+    return quotes_of(canonical_quotes(frames), worst)
+
+
+def quotes_of(quotes: pd.DataFrame | None, worst: pd.DataFrame) -> pd.DataFrame:
+    """The quotes of ``canonical_quotes`` rows (all, or only those of the worst orders)
+    that belong to the orders in ``worst``, as :func:`worst_order_quotes` gives them."""
     if quotes is None or worst.empty:
         return empty(QUOTE_COLUMNS)
     q = quotes[quotes["orderId"].isin(set(worst["orderId"].astype(str)))]

@@ -3,7 +3,7 @@ report read back from Parquet draws the same figures); no pyplot, so no GUI and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -305,12 +305,32 @@ FIGURES: dict[str, Callable[[Tables], Figure]] = {
 }
 
 
-def all_figures(tables: Tables) -> dict[str, Figure]:
+#: figure -> the per-order columns it reads (the others draw from their tables alone)
+FIGURE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "slippage_distribution": ("quote_slippage_bp", "best_quote_slippage_bp", "arrival_slippage_bp"),
+    "slippage_over_time": ("quote_slippage_bp", "createdAt", "notional"),
+    "latency_cdf": ("tte_s", "type", "tte_basis"),
+    "fee_rate_over_time": ("createdAt", "fee_rate", "tier_rate", "notional"),
+}
+
+
+def all_figures(
+    tables: Tables, read: Callable[[Sequence[str]], pd.DataFrame] | None = None
+) -> dict[str, Figure]:
     """Every figure of the report, by name.
 
     Drawn with ``text.parse_math`` off: a venue, symbol or any label from the data is
     plain text, never mathtext (``$\\foo$`` would crash the PNG, ``US$ 1 $2`` would turn
     italic). Each text keeps that setting, so the figures render the same later.
+    ``read``: the per-order table's columns by name, for tables without ``per_order``
+    (a report on disk): each figure then reads only its :data:`FIGURE_COLUMNS`, one figure
+    at a time.
     """
+    out = {}
     with ink():
-        return {name: draw(tables) for name, draw in FIGURES.items()}
+        for name, draw in FIGURES.items():
+            if read is None or name not in FIGURE_COLUMNS:
+                out[name] = draw(tables)
+            else:
+                out[name] = draw({**tables, "per_order": read(FIGURE_COLUMNS[name])})
+    return out

@@ -77,6 +77,10 @@ MAKER_COLUMNS = {
 }
 
 
+#: the sums per order of maker_by_order
+MAKER_SUMS = ("trades", "maker_trades", "cost", "maker_cost")
+
+
 def maker_by_order(trades: pd.DataFrame | None) -> pd.DataFrame:
     """Per orderId: trades, maker trades, their cost and the makers' cost."""
     cols = ["trades", "maker_trades", "cost", "maker_cost"]
@@ -96,6 +100,29 @@ def maker_by_order(trades: pd.DataFrame | None) -> pd.DataFrame:
     return t.groupby("orderId", sort=False)[cols].sum(min_count=1)
 
 
+def positions(needles: pd.Series, haystack: pd.Series) -> np.ndarray:
+    """Where each text of ``needles`` first occurs in ``haystack`` (-1: nowhere), hashed by
+    Arrow over the texts as they are, without a Python object per row."""
+    import pyarrow.compute as pc
+
+    from toolkit.report._engine import arrow_text
+
+    found = pc.index_in(arrow_text(needles), value_set=arrow_text(haystack))
+    return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype="int64")
+
+
+def text_codes(values: pd.Series, at: np.ndarray, missing: str) -> tuple[np.ndarray, np.ndarray]:
+    """The texts of ``values`` at positions ``at`` (``missing`` at -1 or a missing value)
+    as numbers into their distinct texts: (numbers, texts), never a text per row."""
+    codes, uniques = pd.factorize(values)
+    names = np.append(np.asarray(uniques, dtype=object).astype(str), missing)
+    # a value spelled like ``missing`` is the same label: one number for both
+    merged, labels = pd.factorize(names)
+    picked = np.where(at >= 0, codes[np.maximum(at, 0)], -1) if len(codes) else np.full(len(at), -1)
+    picked = np.where(picked >= 0, picked, len(names) - 1)
+    return merged[picked], np.asarray(labels, dtype=object)
+
+
 def maker_share(
     trades: pd.DataFrame | None, po: pd.DataFrame, by_order: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -104,13 +131,13 @@ def maker_share(
     m = maker_by_order(trades) if by_order is None else by_order
     if m.empty:
         return empty(MAKER_COLUMNS)
-    # two columns, not the per-order table's hundred, are deduplicated
-    venue = po[["orderId", "venue"]].drop_duplicates("orderId").set_index("orderId")["venue"]
-    ids = m.index.to_series()
-    work = m.assign(venue=ids.map(venue).fillna(NONE_LABEL).astype(str).to_numpy())
-    per = work.groupby("venue", sort=True)[["trades", "maker_trades", "cost", "maker_cost"]].sum(
-        min_count=1
-    )
+    # each order's venue (its first row's), by position: a hash of the ids, not a join;
+    # grouped by the venue's number, then named and sorted (the same groups, same order)
+    at = positions(m.index.to_series(), po["orderId"])
+    codes, labels = text_codes(po["venue"], at, NONE_LABEL)
+    per = m[list(MAKER_SUMS)].groupby(codes, sort=True).sum(min_count=1)
+    per.index = pd.Index(labels[per.index.to_numpy()], dtype="str")
+    per = per.sort_index()
     per.loc["(all)"] = per.sum(min_count=1)
     per = per.sort_index()
     out = per.assign(

@@ -18,7 +18,13 @@ from toolkit.report._breakdowns import (
     summary,
     venues,
 )
-from toolkit.report._checks import CHECK_COLUMNS, data_checks, order_field_problems
+from toolkit.report._checks import (
+    CHECK_COLUMNS,
+    data_checks,
+    order_field_problems,
+    slippage_outliers,
+)
+from toolkit.report._columnar import tables_from_frame
 from toolkit.report._columns import (
     NONE_LABEL,
     PER_ORDER_COLUMNS,
@@ -27,7 +33,6 @@ from toolkit.report._columns import (
     empty,
 )
 from toolkit.report._coverage import frame_notes
-from toolkit.report._decomposition import contingency_costs, cost_decomposition, venue_mismatch
 from toolkit.report._fees import FEE_AMOUNTS, fees
 from toolkit.report._fills import (
     fill_rate,
@@ -38,7 +43,6 @@ from toolkit.report._fills import (
     rejections,
 )
 from toolkit.report._latency import time_to_execution
-from toolkit.report._limits import fill_probability, limit_summary
 from toolkit.report._market import MarketLike, markouts
 from toolkit.report._per_order import (
     EXECUTED_STATUSES,
@@ -49,8 +53,7 @@ from toolkit.report._per_order import (
     per_order,
 )
 from toolkit.report._quotes import canonical_quotes, quote_problems
-from toolkit.report._robust import Period, comparison, headline, robust, worst_orders
-from toolkit.report._routing import quote_age
+from toolkit.report._robust import Period
 from toolkit.report._slippage import SLIPPAGE_COLUMNS, routing, slippage
 
 __all__ = [
@@ -106,43 +109,23 @@ def all_tables(
     for message in messages:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
     cont, reasons = contingencies(canonical_quotes(d))
-    tte, buckets = time_to_execution(po)
-    makers = maker_by_order(trades)
-    return {
-        "headline": headline(po),
-        "cost_decomposition": cost_decomposition(po),
-        "summary": summary(po, trades, makers),
-        "slippage": slippage(po),
-        "routing": routing(po),
-        "worst_orders": worst_orders(po),
-        "venues": venues(po, trades, makers),
-        "rules": rules(po),
-        "contingencies": cont,
-        "contingency_reasons": reasons,
-        "contingency_costs": contingency_costs(po),
-        "venue_mismatch": venue_mismatch(po),
-        "quote_age": quote_age(po),
-        "markouts": markouts(po),
-        "limit_summary": limit_summary(po),
-        "fill_probability": fill_probability(po),
-        "fees": fees(po),
-        "fill_rate": fill_rate(po),
-        "outcomes": outcomes(po),
-        "funnel": funnel(po),
-        "rejections": rejections(po),
-        "time_to_execution": tte,
-        "latency_buckets": buckets,
-        "maker_share": maker_share(trades, po, makers),
-        "robust": robust(po),
-        "comparison": comparison(po, compare),
-        "breakdown": breakdown(po),
-        "data_checks": data_checks(
-            po,
-            d.orders,
-            trades,
-            quote_problems=problems,
-            duplicates=d.duplicate_orders,
-            coverage=frame_notes(frames),
-        ),
-        "per_order": po,
-    }
+    checks = data_checks(
+        po,
+        d.orders,
+        trades,
+        quote_problems=problems,
+        duplicates=d.duplicate_orders,
+        coverage=frame_notes(frames),
+    )
+    # tables_from_frame lists the slippage outliers itself, after the other checks
+    outliers = sum(len(f) for f in slippage_outliers(po))
+    tables = tables_from_frame(
+        po,
+        makers=maker_by_order(trades),
+        checks=checks.iloc[: len(checks) - outliers],
+        contingencies=cont,
+        contingency_reasons=reasons,
+        compare=compare,
+    )
+    del tables["daily_cost"]  # the report draws it from per_order (a set read back too)
+    return {**tables, "per_order": po}

@@ -1,0 +1,433 @@
+"""Every table of the report from the per-order metrics, whether they are one DataFrame
+in memory (:func:`tables_from_frame`) or Parquet parts on disk (:func:`tables_from_parts`,
+an :class:`~toolkit.report._parts.OrderParts`): each table reads only the per-order
+columns :data:`TABLE_COLUMNS` declares for it, so the report never holds every column of
+every order at once. The same table functions run on both, so the numbers are the same."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from toolkit.report._breakdowns import breakdown, rules, summary, venues
+from toolkit.report._checks import CHECK_COLUMNS, OUTLIER_COLUMNS, slippage_outliers
+from toolkit.report._columns import PER_ORDER_COLUMNS, _conform, empty
+from toolkit.report._daily import daily_cost
+from toolkit.report._decomposition import contingency_costs, cost_decomposition, venue_mismatch
+from toolkit.report._drilldown import QUOTE_COLUMNS, quotes_of
+from toolkit.report._fees import fees
+from toolkit.report._fills import (
+    fill_rate,
+    funnel,
+    maker_by_order,
+    maker_share,
+    outcomes,
+    rejections,
+)
+from toolkit.report._latency import time_to_execution
+from toolkit.report._limits import fill_probability, limit_summary
+from toolkit.report._market import markouts
+from toolkit.report._parts import OrderParts
+from toolkit.report._robust import Period, comparison, headline, robust, worst_orders
+from toolkit.report._routing import quote_age
+from toolkit.report._slippage import routing, slippage
+
+_WEIGHTED = (
+    "notional",
+    "requested_notional",
+    "quote_slippage_bp",
+    "best_quote_slippage_bp",
+    "best_venue_hit",
+    "routing_gap_bp",
+    "total_cost_bp",
+    "arrival_slippage_bp",
+    "fee_total_bp",
+    "fill_rate",
+)
+_HEADLINE = (
+    "type",
+    "notional",
+    "requested_notional",
+    "best_venue_hit",
+    "routing_gap_bp",
+    "execution_bp",
+    "total_cost_bp",
+    "arrival_slippage_bp",
+    "fee_total_bp",
+    "fill_rate",
+)
+
+#: table -> the per-order columns it reads (a test runs each table on exactly these)
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "headline": _HEADLINE,
+    "cost_decomposition": (
+        "currency",
+        "type",
+        "notional",
+        "decomposed",
+        "routing_gap_amount",
+        "execution_amount",
+        "fee_amount",
+    ),
+    "summary": ("orderId", "currency", "type", "venue", "executed", "tte_s", *_WEIGHTED),
+    "slippage": (
+        "type",
+        "notional",
+        "quote_slippage_bp",
+        "best_quote_slippage_bp",
+        "routing_gap_bp",
+        "arrival_slippage_bp",
+        "arrival_slippage_half_spreads",
+    ),
+    "routing": ("notional", "routing_outcome"),
+    "worst_orders": (
+        "orderId",
+        "symbol",
+        "currency",
+        "type",
+        "venue",
+        "createdAt",
+        "notional",
+        "decomposed",
+        "routing_gap_bp",
+        "execution_bp",
+        "fees_bp",
+        "total_cost_bp",
+        "total_cost_amount",
+    ),
+    "venues": ("orderId", "venue", "executed", "tte_s", *_WEIGHTED),
+    "rules": ("rule", "executed", "notional"),
+    "contingency_costs": (
+        "currency",
+        "sign",
+        "executed",
+        "notional",
+        "best_quote",
+        "overall_best_quote",
+        "overall_best_venue",
+        "overall_best_reason",
+    ),
+    "venue_mismatch": ("exchange", "venue", "best_venue", "executed", "notional"),
+    "quote_age": ("type", "executed", "notional", "quote_slippage_bp", "quote_age_s"),
+    "markouts": (
+        "executed",
+        "notional",
+        "markout_anchor",
+        *(c for c in PER_ORDER_COLUMNS if c.startswith("markout_") and c.endswith("s_bp")),
+    ),
+    "limit_summary": (
+        "type",
+        "notional",
+        "trigger_delay_s",
+        "trigger_slippage_bp",
+        "limit_respected",
+        "unfilled_notional",
+        "opportunity_cost_bp",
+        "opportunity_cost_amount",
+        "cancel_latency_s",
+    ),
+    "fill_probability": ("type", "outcome", "limit_distance_bp", "time_to_expiry_s"),
+    "fees": (
+        "symbol",
+        "currency",
+        "executed",
+        "notional",
+        "fee_cost",
+        "fee_cripto",
+        "fee_cripto_fiat",
+        "venue_fee",
+        "operational_fees",
+        "fee_total_bp",
+        "fee_rate",
+        "tier_rate",
+        "fee_rate_vs_tier_bp",
+    ),
+    "fill_rate": ("type", "requested_notional", "fill_rate", "fully_filled"),
+    "outcomes": ("type", "outcome"),
+    "funnel": ("type", "outcome", "triggeredAt"),
+    "rejections": ("type", "status", "reject_reason"),
+    "time_to_execution": ("type", "tte_s", "tte_basis"),
+    "maker_share": ("orderId", "venue"),
+    "robust": (
+        "type",
+        "notional",
+        "routing_gap_bp",
+        "execution_bp",
+        "total_cost_bp",
+        "arrival_slippage_bp",
+    ),
+    "comparison": ("createdAt", *_HEADLINE),
+    "breakdown": (
+        "symbol",
+        "side",
+        "type",
+        "venue",
+        "rule",
+        "month",
+        "hour",
+        "size_bucket",
+        "executed",
+        "tte_s",
+        *_WEIGHTED,
+    ),
+    "daily_cost": (
+        "currency",
+        "createdAt",
+        "executed",
+        "notional",
+        "decomposed",
+        "total_cost_amount",
+    ),
+    # the slippage outliers of data_checks (their orderId read for the outliers alone)
+    "data_checks": OUTLIER_COLUMNS,
+}
+
+#: the tables in the order all_tables lists them (daily_cost: the report's, drawn here too)
+TABLE_ORDER = (
+    "headline",
+    "cost_decomposition",
+    "summary",
+    "slippage",
+    "routing",
+    "worst_orders",
+    "venues",
+    "rules",
+    "contingencies",
+    "contingency_reasons",
+    "contingency_costs",
+    "venue_mismatch",
+    "quote_age",
+    "markouts",
+    "limit_summary",
+    "fill_probability",
+    "fees",
+    "fill_rate",
+    "outcomes",
+    "funnel",
+    "rejections",
+    "time_to_execution",
+    "latency_buckets",
+    "maker_share",
+    "robust",
+    "comparison",
+    "breakdown",
+    "data_checks",
+    "daily_cost",
+)
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What the tables read beside the per-order columns."""
+
+    makers: pd.DataFrame
+    checks: pd.DataFrame
+    compare: Sequence[Period] | None
+    ids: Callable[[pd.Index], pd.Series] | None = None
+
+
+def _data_checks(po: pd.DataFrame, g: _Given) -> pd.DataFrame:
+    # the rows before the outliers, then the outliers: data_checks' order; the rows
+    # before are conformed already (they may be most orders: copied once, not twice)
+    found = slippage_outliers(po, g.ids)
+    outliers = _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS) if found else None
+    if outliers is None:
+        return _conform(g.checks, CHECK_COLUMNS) if len(g.checks) else empty(CHECK_COLUMNS)
+    if not len(g.checks):
+        return outliers
+    return pd.concat([_conform(g.checks, CHECK_COLUMNS), outliers], ignore_index=True)
+
+
+_Compute = Callable[[pd.DataFrame, _Given], pd.DataFrame]
+
+#: table -> how it is computed from the per-order columns it declares
+_TABLES: dict[str, _Compute] = {
+    "headline": lambda po, g: headline(po),
+    "cost_decomposition": lambda po, g: cost_decomposition(po),
+    "summary": lambda po, g: summary(po, None, g.makers),
+    "slippage": lambda po, g: slippage(po),
+    "routing": lambda po, g: routing(po),
+    "worst_orders": lambda po, g: worst_orders(po),
+    "venues": lambda po, g: venues(po, None, g.makers),
+    "rules": lambda po, g: rules(po),
+    "contingency_costs": lambda po, g: contingency_costs(po),
+    "venue_mismatch": lambda po, g: venue_mismatch(po),
+    "quote_age": lambda po, g: quote_age(po),
+    "markouts": lambda po, g: markouts(po),
+    "limit_summary": lambda po, g: limit_summary(po),
+    "fill_probability": lambda po, g: fill_probability(po),
+    "fees": lambda po, g: fees(po),
+    "fill_rate": lambda po, g: fill_rate(po),
+    "outcomes": lambda po, g: outcomes(po),
+    "funnel": lambda po, g: funnel(po),
+    "rejections": lambda po, g: rejections(po),
+    "maker_share": lambda po, g: maker_share(None, po, g.makers),
+    "robust": lambda po, g: robust(po),
+    "comparison": lambda po, g: comparison(po, g.compare),
+    "breakdown": lambda po, g: breakdown(po),
+    "daily_cost": lambda po, g: daily_cost(po),
+    "data_checks": _data_checks,
+}
+
+
+def compute_table(name: str, po: pd.DataFrame, given: _Given) -> dict[str, pd.DataFrame]:
+    """Table ``name`` (two for ``time_to_execution``: it and ``latency_buckets``)."""
+    if name == "time_to_execution":
+        tte, buckets = time_to_execution(po)
+        return {"time_to_execution": tte, "latency_buckets": buckets}
+    return {name: _TABLES[name](po, given)}
+
+
+def _ordered(out: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    return {n: out[n] for n in TABLE_ORDER if n in out}
+
+
+def tables_from_frame(
+    po: pd.DataFrame,
+    *,
+    makers: pd.DataFrame,
+    checks: pd.DataFrame,
+    contingencies: pd.DataFrame,
+    contingency_reasons: pd.DataFrame,
+    compare: Sequence[Period] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Every table of the report from the per-order table ``po`` in memory (the tables of
+    :func:`tables_from_parts`, without writing anything to disk).
+
+    Parameters
+    ----------
+    po : DataFrame
+        The per-order metrics (``per_order``).
+    makers : DataFrame
+        ``maker_by_order(trades)`` of the same orders (indexed by orderId).
+    checks : DataFrame
+        Every ``data_checks`` row but the slippage outliers (drawn here from ``po``).
+    contingencies, contingency_reasons : DataFrame
+        ``contingencies(canonical_quotes(frames))``.
+    compare : pair of periods, optional
+        As ``execution_report``'s.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The tables of ``all_tables`` but ``per_order``, and ``daily_cost``.
+    """
+    given = _Given(makers, checks, compare)
+    out = {"contingencies": contingencies, "contingency_reasons": contingency_reasons}
+    for name in TABLE_COLUMNS:
+        out.update(compute_table(name, po, given))
+    return _ordered(out)
+
+
+# ---------------------------------------------------------------- reading the parts
+
+
+def _schema_names(path: Path) -> list[str]:
+    return list(pq.read_schema(path).names)
+
+
+def read_columns(
+    paths: Sequence[Path], columns: Iterable[str] | None = None, *, ids: Sequence[str] = ()
+) -> pd.DataFrame:
+    """The per-order parts ``paths`` concatenated in order, only ``columns`` of them (None:
+    every column), with the per-order dtypes; ``ids``: only the rows of these orderIds."""
+    names = list(PER_ORDER_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+    want = {n: PER_ORDER_COLUMNS.get(n, "float64") for n in names}
+    tables = []
+    for p in paths:
+        present = [n for n in names if n in _schema_names(p)]
+        filters = [("orderId", "in", list(ids))] if ids else None
+        tables.append(pq.read_table(p, columns=present, filters=filters))
+    if not tables:
+        return empty(want)
+    table = pa.concat_tables(tables, promote_options="permissive")
+    del tables
+    df = table.to_pandas(self_destruct=True)
+    return _conform(df, want)
+
+
+def read_makers(paths: Sequence[Path]) -> pd.DataFrame:
+    """``maker_by_order(trades)`` of the orders, from its parts (indexed by orderId)."""
+    tables = [pq.read_table(p) for p in paths]
+    tables = [t for t in tables if t.num_rows and "orderId" in t.schema.names]
+    if not tables:
+        return maker_by_order(None)
+    table = pa.concat_tables(tables, promote_options="permissive")
+    del tables
+    return table.to_pandas(self_destruct=True).set_index("orderId")
+
+
+def _row_ids(paths: Sequence[Path]) -> Callable[[pd.Index], pd.Series]:
+    """orderId of rows by position in the concatenated parts, reading the ids of only the
+    parts holding them."""
+    sizes = [pq.ParquetFile(p).metadata.num_rows for p in paths]
+
+    def ids(rows: pd.Index) -> pd.Series:
+        at = pd.Series(rows, index=rows)
+        out = pd.Series("", index=rows, dtype="str")
+        start = 0
+        for p, n in zip(paths, sizes, strict=True):
+            mine = at[(at >= start) & (at < start + n)]
+            if len(mine):
+                col = pq.read_table(p, columns=["orderId"]).column("orderId")
+                got = col.take(pa.array(mine.to_numpy() - start)).to_pylist()
+                out[mine.index] = pd.Series(got, index=mine.index, dtype="str")
+            start += n
+        return out
+
+    return ids
+
+
+def tables_from_parts(
+    parts: OrderParts, *, compare: Sequence[Period] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Every table of the report (but ``per_order``) from the orders' parts on disk.
+
+    Each table reads only the per-order columns :data:`TABLE_COLUMNS` declares for it,
+    one table at a time, so memory holds a few columns of every order, never all of
+    them; the maker shares read ``parts.makers``, the data checks are ``parts.checks``
+    followed by the slippage outliers (whose orderIds alone are read). The warnings of
+    the build (``parts.warnings``) are issued again, as ``all_tables`` issues them.
+
+    Parameters
+    ----------
+    parts : OrderParts
+        The orders and their per-order metrics on disk.
+    compare : pair of periods, optional
+        As ``execution_report``'s.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        The tables ``all_tables`` returns but ``per_order``, in its order, and
+        ``daily_cost``; each equal to what ``all_tables`` gives for the same orders.
+    """
+    for message in parts.warnings:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    given = _Given(read_makers(parts.makers), parts.checks, compare, _row_ids(parts.per_order))
+    out = {
+        "contingencies": parts.contingencies,
+        "contingency_reasons": parts.contingency_reasons,
+    }
+    for name, columns in TABLE_COLUMNS.items():
+        po = read_columns(parts.per_order, columns)
+        out.update(compute_table(name, po, given))
+        del po
+    return _ordered(out)
+
+
+def quotes_from_parts(parts: OrderParts, worst: pd.DataFrame) -> pd.DataFrame:
+    """``worst_order_quotes`` from the parts' canonical quotes: only the rows of the
+    worst orders' ids are read (a filter of the Parquet reader)."""
+    if worst.empty or not parts.quotes:
+        return empty(QUOTE_COLUMNS)
+    ids = sorted(set(worst["orderId"].astype(str)))
+    tables = [pq.read_table(p, filters=[("orderId", "in", ids)]) for p in parts.quotes]
+    quotes = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    return quotes_of(quotes, worst)
