@@ -140,3 +140,21 @@ def test_data_checks_is_the_set_checks_and_the_outliers() -> None:
     tables = all_tables(frames)
     got = data_checks(tables["per_order"], d.orders, d.trades)
     assert got["check"].tolist()[: len(got)] == tables["data_checks"]["check"].tolist()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_columns_the_pass_reads_are_all_the_per_order_code_reads(case: Case) -> None:
+    # the pass reads only these columns of orders and trades: the per-order table, its
+    # checks and the makers must be the same of them alone
+    from toolkit.report._per_order import MAKER_FIELDS, ORDER_FIELDS, TRADE_FIELDS
+
+    frames = case.frames()
+    want = whole_set(frames)
+    o, t = frames.orders, frames.trades
+    frames.orders = o[[c for c in o.columns if c in ORDER_FIELDS]]
+    frames.trades = t[[c for c in t.columns if c in (*TRADE_FIELDS, *MAKER_FIELDS)]]
+    assert len(frames.orders.columns) < len(o.columns)
+    got = whole_set(frames)
+    for name in ("per_order", "makers", "checks"):
+        if want[name] is not None:
+            pd.testing.assert_frame_equal(got[name], want[name])

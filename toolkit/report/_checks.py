@@ -213,7 +213,11 @@ def frame_checks(
         found[p.check] = pd.DataFrame(
             {"orderId": po.loc[p.rows, "orderId"], "check": p.check, "detail": p.detail}
         )
-    found.update(_fee_checks(po, trades))
+    from toolkit.report._per_order import trade_totals
+
+    # the trades' sums per order, once for the fee checks and the checks against the order
+    totals = trade_totals(trades)
+    found.update(_fee_checks(po, totals))
     priced = po[po["executed"] & (po["average_source"] != "order")]
     if len(priced):
         found[AVERAGE_CHECK] = pd.DataFrame(
@@ -224,23 +228,9 @@ def frame_checks(
                 "detail": "no average: priced from " + priced["average_source"].astype(str),
             }
         )
-    if trades is not None and len(trades) and "orderId" in trades.columns and len(orders):
-        t = pd.DataFrame(
-            {
-                "orderId": _text(trades, "orderId"),
-                "amount": _num(trades, "amount"),
-                "cost": _num(trades, "cost"),
-            }
-        )
-        g = t.groupby("orderId")
-        agg = pd.DataFrame(
-            {
-                "amount": g["amount"].sum(min_count=1),
-                "cost": g["cost"].sum(min_count=1),
-                "n": g.size(),
-            }
-        )
-        agg["vwap"] = agg["cost"] / agg["amount"].where(agg["amount"] > 0)
+    if len(totals) and len(orders):
+        # by orderId, as a sorted groupby of the trades gives them
+        agg = totals.sort_index()
         # trade costs are rounded to cents: half a cent per trade is not an error
         slack_fiat = 0.005 * agg["n"] + 1e-9
         ids = _text(orders, "id")
@@ -284,10 +274,9 @@ def frame_checks(
     return found
 
 
-def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
-    """fee.cost against fee.cripto x average, and the order's fees against its trades'."""
-    from toolkit.report._per_order import trade_totals
-
+def _fee_checks(po: pd.DataFrame, tt: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """fee.cost against fee.cripto x average, and the order's fees against its trades'
+    (``tt``: their ``trade_totals``)."""
     out: dict[str, pd.DataFrame] = {}
 
     def flag(
@@ -321,7 +310,6 @@ def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> dict[str, pd.D
         cripto,
         "fee counted from fee.cripto x average",
     )
-    tt = trade_totals(trades)
     if len(tt):
         n = po["orderId"].map(tt["n"]).astype("float64")
         # per trade: a cent of rounding, and in crypto that cent at the price plus 1e-8

@@ -1,7 +1,7 @@
 """The partition pass of the out-of-core report: the engine (DuckDB) reads a set's order,
 trade and quote files where they lie, keeps each order id once as ``deduplicate`` does, and
-writes them in chunks of consecutive orders, each chunk with the trades and quotes of its
-orders, so that the per-order code runs on one chunk at a time."""
+holds them in chunks of consecutive orders, each chunk with the trades and quotes of its
+orders (spilling to disk under its limit), so the per-order code runs on one at a time."""
 
 from __future__ import annotations
 
@@ -28,10 +28,9 @@ ROW, CHUNK = "__n", "__chunk"
 
 @dataclass(frozen=True)
 class Partition:
-    """The chunks written under ``folder`` (``<table>/__chunk=<i>/*.parquet``) and what the
-    pass learnt of the whole set on the way."""
+    """The chunks (the engine's tables ``chunk_<table>``) and what the pass learnt of the
+    whole set on the way."""
 
-    folder: Path
     chunks: int
     orders: int  # kept (deduplicated) orders
     duplicates: pd.Series  # orderId -> rows dropped, as ``deduplicate`` counts them
@@ -66,11 +65,20 @@ def _checked(files: Sequence[Path]) -> tuple[pa.Schema, list[int]]:
     return schema.remove_metadata(), rows
 
 
-def _source(con: duckdb.DuckDBPyConnection, name: str, files: Sequence[Path]) -> pa.Schema:
-    """A temp view ``src_<name>`` of ``files`` with each row's input position ``__n``."""
+def _source(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    files: Sequence[Path],
+    columns: Sequence[str] | None = None,
+) -> pa.Schema:
+    """A temp view ``src_<name>`` of ``files`` (only ``columns`` of them, those present)
+    with each row's input position ``__n``; its schema."""
     import pyarrow as pa
 
     schema, rows = _checked(files)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in schema.names if c in set(columns)])
+    listed = ", ".join('r."' + c.replace('"', '""') + '"' for c in schema.names)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype("int64")
     con.register(
         f"files_{name}",
@@ -82,7 +90,7 @@ def _source(con: duckdb.DuckDBPyConnection, name: str, files: Sequence[Path]) ->
         ),
     )
     con.execute(
-        f"CREATE TEMP VIEW src_{name} AS SELECT r.* EXCLUDE (filename, file_row_number), "
+        f"CREATE TEMP VIEW src_{name} AS SELECT {listed + ', ' if listed else ''}"
         f"f.offset + r.file_row_number AS {ROW} FROM read_parquet([{_listed(files)}], "
         "union_by_name = true, filename = true, file_row_number = true) r "
         f"JOIN files_{name} f ON r.filename = f.filename"
@@ -122,10 +130,10 @@ def partition(
     con: duckdb.DuckDBPyConnection,
     files: Mapping[str, Sequence[Path]],
     chunk_orders: int,
-    folder: Path,
 ) -> Partition:
     """Split the set of ``files`` (per table of :data:`CHUNKED`; ``orders`` needed) into
-    chunks of ``chunk_orders`` consecutive kept orders under ``folder``.
+    chunks of ``chunk_orders`` consecutive kept orders, as the engine's tables
+    ``chunk_<table>`` (:func:`read_chunk` reads one chunk).
 
     An order id present more than once is kept at its latest ``updatedAt`` (else its last
     row), at that row's position, as ``deduplicate`` keeps it; a trade or quote goes with
@@ -139,9 +147,11 @@ def partition(
     import duckdb
     import pyarrow as pa
 
+    from toolkit.report._per_order import MAKER_FIELDS, ORDER_FIELDS, TRADE_FIELDS
+
     schemas: dict[str, pa.Schema] = {}
     try:
-        schema = schemas["orders"] = _source(con, "orders", files["orders"])
+        schema = schemas["orders"] = _source(con, "orders", files["orders"], ORDER_FIELDS)
         has_id = "id" in schema.names
         updated = _updated_ns(files["orders"], schema)
         if len(updated):
@@ -169,34 +179,34 @@ def partition(
             f"((row_number() OVER (ORDER BY n)) - 1) // {size} AS chunk "
             f"FROM (SELECT n, key, {rank} AS r FROM keys) WHERE r = 1"
         )
-        kept = int((con.execute("SELECT count(*) FROM kept").fetchone() or (0,))[0])
+        kept = int(con.execute("SELECT count(*) FROM kept").fetchall()[0][0])
         chunks = max(1, -(-kept // size))
         duplicates = _duplicates(con) if has_id else pd.Series(dtype="int64")
-        _write(
+        _table(
             con,
             "orders",
             f"SELECT s.*, k.chunk AS {CHUNK} FROM src_orders s JOIN kept k ON k.n = s.{ROW}",
-            folder,
         )
         quote_rows, quote_counts = 0, dict[str, int]()
         for name in ("trades", "evaluated_tickers"):
             if not files.get(name):
                 continue
-            schema = schemas[name] = _source(con, name, files[name])
+            # a quote loaded twice is told by all its columns: they are all read
+            wanted = (*TRADE_FIELDS, *MAKER_FIELDS) if name == "trades" else None
+            schema = schemas[name] = _source(con, name, files[name], wanted)
             key = _key(schema, CHUNKED[name])
             # the order ids are unique among the kept orders: one chunk per trade or quote
-            _write(
+            _table(
                 con,
                 name,
                 f"SELECT s.*, coalesce(k.chunk, {chunks - 1}) AS {CHUNK} FROM src_{name} s "
                 f"LEFT JOIN kept k ON k.key = {key if has_id else 'NULL'}",
-                folder,
             )
             if name == "evaluated_tickers":
                 quote_rows, quote_counts = _counts(con, schema)
     except duckdb.Error as exc:
         raise InvalidRequest(f"the set's files could not be read: {exc}") from None
-    return Partition(folder, chunks, kept, duplicates, schemas, quote_rows, quote_counts)
+    return Partition(chunks, kept, duplicates, schemas, quote_rows, quote_counts)
 
 
 def _duplicates(con: duckdb.DuckDBPyConnection) -> pd.Series:
@@ -218,40 +228,34 @@ def _counts(con: duckdb.DuckDBPyConnection, schema: pa.Schema) -> tuple[int, dic
     listed = ", ".join(f'count("{n}")' for n in names)
     got = con.execute(
         f"SELECT count(*){', ' + listed if listed else ''} FROM src_evaluated_tickers"
-    ).fetchone() or (0,)
+    ).fetchall()[0]
     return int(got[0]), {n: int(v) for n, v in zip(names, got[1:], strict=True)}
 
 
-def _write(con: duckdb.DuckDBPyConnection, name: str, query: str, folder: Path) -> None:
-    target = os.fspath(folder / name).replace("'", "''")
-    con.execute(
-        f"COPY ({query}) TO '{target}' (FORMAT parquet, PARTITION_BY ({CHUNK}), "
-        "OVERWRITE_OR_IGNORE true)"
-    )
+def _table(con: duckdb.DuckDBPyConnection, name: str, query: str) -> None:
+    """The rows of ``query`` as the engine's table ``chunk_<name>``, by chunk and input
+    position: a chunk is then a range of it (the engine spills it under its limit)."""
+    con.execute(f"CREATE TEMP TABLE chunk_{name} AS {query} ORDER BY {CHUNK}, {ROW}")
 
 
-def read_chunk(part: Partition, name: str, chunk: int) -> pd.DataFrame:
+def read_chunk(
+    con: duckdb.DuckDBPyConnection, part: Partition, name: str, chunk: int
+) -> pd.DataFrame:
     """The rows of table ``name`` in ``chunk``, in input order (an empty frame of its
     columns when it has none; no table: an empty frame)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     schema = part.schemas.get(name)
     if schema is None:
         return pd.DataFrame()
-    where = part.folder / name / f"{CHUNK}={chunk}"
-    files = sorted(where.glob("*.parquet")) if where.is_dir() else []
-    if not files:
+    got: pa.Table = con.sql(
+        f"SELECT * EXCLUDE ({CHUNK}, {ROW}) FROM chunk_{name} WHERE {CHUNK} = {int(chunk)} "
+        f"ORDER BY {ROW}"
+    ).to_arrow_table()
+    if got.num_rows == 0:
         return schema.empty_table().to_pandas()
-    table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
-    order = np.argsort(table.column(ROW).to_numpy(), kind="stable")
-    table = table.take(pa.array(order)).drop_columns([ROW])
-    return table.to_pandas()
+    return got.to_pandas()
 
 
-def drop_chunk(part: Partition, chunk: int) -> None:
-    """Remove the input files of ``chunk`` (its per-order parts are written)."""
-    import shutil
-
-    for name in CHUNKED:
-        shutil.rmtree(part.folder / name / f"{CHUNK}={chunk}", ignore_errors=True)
+def drop_chunk(con: duckdb.DuckDBPyConnection, part: Partition, chunk: int) -> None:
+    """Forget the input rows of ``chunk`` (its per-order parts are written)."""
+    for name in part.schemas:
+        con.execute(f"DELETE FROM chunk_{name} WHERE {CHUNK} = {int(chunk)}")

@@ -87,9 +87,19 @@ def _owned(folder: str | os.PathLike[str] | None) -> Iterator[Path]:
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:
     """``frame`` as Parquet at ``path``, whole or not at all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from toolkit._atomic import atomic_write
 
-    return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # a dictionary of the labels only: of the numbers it costs three times the writing
+    labels = [
+        f.name
+        for f in table.schema
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, use_dictionary=labels))
 
 
 def _chunk(
@@ -329,30 +339,28 @@ def _out_of_core(
     from toolkit.report._per_order import Deduplicated
     from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable
 
-    work = path / "_chunks"
-    work.mkdir()
     with connection() as con:
-        part = partition(con, found.files, chunk_orders, work)
+        part = partition(con, found.files, chunk_orders)
         if isinstance(market, RecordingMarket) and market.layout is None:
             # the recording's span, gaps and each file's moments, once for every chunk
             layout = tick_layout(con, market)
             market = market._replace(layout=layout) if layout is not None else None
-    problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
-    usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
-    out = _Merge()
-    for i in range(part.chunks):
-        trades = read_chunk(part, "trades", i)
-        if len(trades) and {"orderId", "id"} <= set(trades.columns):
-            trades = trades.drop_duplicates(["orderId", "id"], keep="last").reset_index(drop=True)
-        et = read_chunk(part, "evaluated_tickers", i)
-        if len(et) and len(part.duplicates):
-            # the quotes of an order loaded twice are there twice
-            et = et.drop_duplicates(keep="last").reset_index(drop=True)
-        orders = read_chunk(part, "orders", i).reset_index(drop=True)
-        d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
-        _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
-        drop_chunk(part, i)
-    shutil.rmtree(work, ignore_errors=True)
+        problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
+        usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
+        out = _Merge()
+        for i in range(part.chunks):
+            trades = read_chunk(con, part, "trades", i)
+            if len(trades) and {"orderId", "id"} <= set(trades.columns):
+                trades = trades.drop_duplicates(["orderId", "id"], keep="last")
+                trades = trades.reset_index(drop=True)
+            et = read_chunk(con, part, "evaluated_tickers", i)
+            if len(et) and len(part.duplicates):
+                # the quotes of an order loaded twice are there twice
+                et = et.drop_duplicates(keep="last").reset_index(drop=True)
+            orders = read_chunk(con, part, "orders", i)
+            drop_chunk(con, part, i)
+            d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
+            _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
     return _finish(
         out,
         path,

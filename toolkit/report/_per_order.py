@@ -58,6 +58,21 @@ LIMIT_OUTCOMES = {
 }
 
 
+#: the order columns the per-order code and its data checks read (an engine reads no other)
+ORDER_FIELDS = (
+    *("id", "side", "status", "type", "exchange", "executedExchange", "symbol", "rule"),
+    *("channel", "createdAt", "updatedAt", "executedAt", "triggeredAt", "expiresAt"),
+    *("cancelRequestedAt", "filled", "average", "cost", "amount", "amountOriginal"),
+    *("quoteAmount", "quoteAmountOriginal", "remainingQuoteAmount", "filledStatus"),
+    *("limitPrice", "fee.cost", "fee.cripto", "fee.rate", "fee.tierService.currentTierFeeRate"),
+    *("operationalFees", "errorMessage", "statusReason"),
+)
+#: the trade columns they read (``id`` tells a trade loaded twice)
+TRADE_FIELDS = ("orderId", "id", "amount", "cost", "timestamp", "fee.cost", "fee.cripto")
+#: and those the makers read
+MAKER_FIELDS = ("takerOrMaker",)
+
+
 def _month(t: pd.Series) -> pd.Series:
     # strftime formats row by row; year and month as numbers stay vectorised
     ym = t.dt.year * 100 + t.dt.month
