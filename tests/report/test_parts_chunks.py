@@ -118,6 +118,26 @@ def test_a_damaged_file_is_named_and_nothing_is_left(tmp_path: Path) -> None:
     assert list(parts.iterdir()) == []
 
 
+def test_a_damaged_second_file_of_a_table_is_named(tmp_path: Path) -> None:
+    # a store's tables come in several files: the second one damaged is named
+    folder = loose_export(tmp_path)
+    damaged = tmp_path / "trades-2.parquet"
+    damaged.write_bytes((folder / "trades.parquet").read_bytes()[:-40])
+
+    class Store:
+        def table_files(self) -> dict[str, list[Path]]:
+            return {
+                "orders": [folder / "orders.parquet"],
+                "trades": [folder / "trades.parquet", damaged],
+            }
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    with pytest.raises(InvalidRequest, match=r"trades-2\.parquet"):
+        order_parts(Store(), chunk_orders=2, folder=parts)
+    assert list(parts.iterdir()) == []
+
+
 def test_a_chunk_that_fails_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from toolkit.report import _per_order
 
