@@ -13,6 +13,7 @@ import pytest
 from _parts_cases import CASES, Case, export, market_frame, write_recording, write_ticker_file
 from _report_frames import T0_MS
 
+from toolkit.errors import InvalidRequest
 from toolkit.report._checks import data_checks
 from toolkit.report._fills import maker_by_order
 from toolkit.report._inputs import export_frames
@@ -132,6 +133,10 @@ def test_a_scanned_recording_is_the_market_of_its_root(tmp_path: Path) -> None:
         assert_same(parts, want)
     finally:
         parts.close()
+    # a scan of a window the recording does not cover names no file: said so
+    empty = tk.scan_recording(root, "watchticker", start="2030-01-01")
+    with pytest.raises(InvalidRequest, match="no file"):
+        order_parts(folder, empty, chunk_orders=2)
 
 
 def test_data_checks_is_the_set_checks_and_the_outliers() -> None:

@@ -240,21 +240,27 @@ def _market(market: Any) -> MarketLike | None:
 
     if market is None:
         return None
-    files = getattr(market, "files", None)
-    if files is not None and not isinstance(market, pd.DataFrame) and hasattr(market, "schema"):
+    import pyarrow.dataset as ds
+
+    if isinstance(market, ds.FileSystemDataset):
         return _dataset_market(market)
     return market_source(market)
 
 
 def _dataset_market(dataset: Any) -> MarketLike:
     """A pyarrow dataset of a recording's files (``scan_recording``) as its root's market:
-    the ``watchticker`` files it lists, read where they lie."""
+    the ``watchticker`` files it lists (those of its window), read where they lie, and the
+    root's ``watchtickers`` and ``_session`` rows; its row filter is not applied beyond the
+    files it chose."""
     from toolkit.recording._read import recording_root
     from toolkit.report._market_join import TICKER_CHANNEL, RecordingMarket
 
     files = [Path(f) for f in dataset.files]
     if not files:
-        raise InvalidRequest("the market dataset lists no file of a recording")
+        raise InvalidRequest(
+            "the market dataset lists no file (none of the recording in its window): pass "
+            "the recording's root, or a scan_recording of a window it covers"
+        )
     for f in files:
         for parent in f.parents:
             if parent.name.startswith("channel="):
