@@ -311,14 +311,22 @@ def _fee_checks(po: pd.DataFrame, tt: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "fee counted from fee.cripto x average",
     )
     if len(tt):
-        n = po["orderId"].map(tt["n"]).astype("float64")
+        # each order's row of the totals found once (a lookup of text per column is slow)
+        at = tt.index.get_indexer(po["orderId"])
+
+        def totals(col: str) -> pd.Series:
+            v = tt[col].to_numpy(dtype="float64")[at]
+            v[at < 0] = np.nan
+            return pd.Series(v, index=po.index)
+
+        n = totals("n")
         # per trade: a cent of rounding, and in crypto that cent at the price plus 1e-8
         slacks: dict[str, pd.Series | float] = {
             "fee_cost": 0.005,
             "fee_cripto": 0.005 / po["average"] + 0.5e-8,
         }
         for col, unit_slack in slacks.items():
-            summed = po["orderId"].map(tt[col]).astype("float64")
+            summed = totals(col)
             mine = po[col]
             tol = unit_slack * n + 1e-12
             bad = summed.notna() & mine.notna() & ((mine - summed).abs() > tol)
