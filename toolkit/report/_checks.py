@@ -312,7 +312,7 @@ def _fee_checks(po: pd.DataFrame, tt: pd.DataFrame) -> dict[str, pd.DataFrame]:
     )
     if len(tt):
         # each order's row of the totals found once (a lookup of text per column is slow)
-        at = tt.index.get_indexer(po["orderId"])
+        at = tt.index.get_indexer(pd.Index(po["orderId"]))
 
         def totals(col: str) -> pd.Series:
             v = tt[col].to_numpy(dtype="float64")[at]
