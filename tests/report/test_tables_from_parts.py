@@ -60,13 +60,14 @@ def test_the_comparison_from_parts_equals_all_tables() -> None:
         warnings.simplefilter("ignore")
         want = _metrics.all_tables(frames, market, compare=compare)["comparison"]
         parts = split_parts(frames, market, parts=3)
+        folder = parts.folder
         try:
             got = tables_from_parts(parts, compare=compare)["comparison"]
         finally:
             parts.close()
     assert want["a_orders"].sum() > 0 and want["b_orders"].sum() > 0
     pd.testing.assert_frame_equal(got, want)
-    assert parts.folder is not None and not parts.folder.exists()
+    assert folder is not None and not folder.exists()
 
 
 @pytest.mark.parametrize("name", ["duplicate ids", "limits with market", "mixed 300 with market"])

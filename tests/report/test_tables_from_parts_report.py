@@ -144,9 +144,10 @@ def test_the_report_owns_the_parts_folder_until_closed_or_collected() -> None:
     _, disk = _reports("routing", parts=2)
     parts = disk._parts
     assert parts is not None and parts.folder is not None and parts.folder.is_dir()
+    first = parts.folder
     disk.close()
     disk.close()
-    assert not parts.folder.exists()
+    assert not first.exists() and parts.folder is None
     _, other = _reports("routing", parts=2)
     folder = other._parts.folder if other._parts is not None else None
     assert folder is not None and folder.is_dir()
@@ -154,6 +155,22 @@ def test_the_report_owns_the_parts_folder_until_closed_or_collected() -> None:
     gc.collect()
     assert not folder.exists()
 
+
+
+def test_the_tables_of_a_dropped_report_still_read_its_orders() -> None:
+    # execution_report(path).tables: the report is collected at once, its tables are not;
+    # the folder goes with the parts they read per_order from, not with the report
+    memory, disk = _reports("routing", parts=2)
+    tables = disk.tables
+    parts = disk._parts
+    folder = parts.folder if parts is not None else None
+    del disk, parts
+    gc.collect()
+    assert folder is not None and folder.is_dir()
+    pd.testing.assert_frame_equal(tables["per_order"], memory["per_order"])
+    del tables
+    gc.collect()
+    assert not folder.exists()
 
 def test_execution_report_through_parts_equals_the_report_in_memory(
     monkeypatch: pytest.MonkeyPatch,
@@ -190,8 +207,9 @@ def test_execution_report_of_order_parts_keeps_them(tmp_path: Path) -> None:
     assert disk._parts is parts and repr(disk) == repr(memory)
     for name, table in memory.tables.items():
         pd.testing.assert_frame_equal(pd.DataFrame(disk[name]), pd.DataFrame(table), obj=name)
+    folder = parts.folder
     disk.close()
-    assert parts.folder is not None and not parts.folder.exists()
+    assert folder is not None and not folder.exists() and parts.folder is None
     other = split_parts(frames, parts=1, folder=tmp_path)
     with pytest.raises(InvalidRequest, match="market's metrics; give market= when"):
         execution_report(other, pd.DataFrame())

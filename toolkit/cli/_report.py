@@ -113,7 +113,6 @@ def run(args: argparse.Namespace) -> int:
         # the page is a file: the tables' folder can be neither it nor inside it
         if out.resolve() == tables.resolve() or out.resolve() in tables.resolve().parents:
             raise InvalidRequest(f"--tables {tables} is the --out file or inside it")
-    frames = load_frames(orders_dir)
     market = None
     if args.market is not None:
         from toolkit.report._market import market_source
@@ -125,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
             market = market_source(args.market)
         except InvalidRequest as exc:
             raise InvalidRequest(f"--market: {exc}") from None
+    # the export's folder itself: the report reads it out of core, in chunks of orders
     report = execution_report(
-        frames,
+        orders_dir,
         market,
         max_quote_age=args.max_quote_age,
         **_rule(args),

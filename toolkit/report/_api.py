@@ -4,6 +4,7 @@ orders as pandas tables, matplotlib figures, a notebook view, HTML and Parquet."
 from __future__ import annotations
 
 import os
+import shutil
 import weakref
 from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
@@ -152,7 +153,14 @@ class ExecutionReport:
             named if parts is None else PartsTables(named, parts, _ADDED)
         )
         self._stats: OrderStats | None = None
-        self._close = weakref.finalize(self, parts.close) if parts is not None else None
+        # the folder goes with the parts, not with the report: its tables (a mapping
+        # reading per_order from the parts) outlive a report dropped at once
+        # (``execution_report(path).tables``); removed at exit at the latest
+        self._close = (
+            weakref.finalize(parts, shutil.rmtree, parts.folder, True)
+            if parts is not None and parts.folder is not None
+            else None
+        )
         if parts is not None:
             self._stats = stats_of_parts(parts.per_order)
         self.title = title
@@ -163,6 +171,8 @@ class ExecutionReport:
         a report in memory); idempotent. ``report["per_order"]`` cannot be read after."""
         if self._close is not None:
             self._close()
+        if self._parts is not None:
+            self._parts.close()
 
     def _on_disk(self) -> OrderParts | None:
         # the parts per_order is read from (None: in memory, or replaced by a frame)
@@ -457,11 +467,13 @@ def execution_report(
     frames : OrderFrames, OrderStore, path or OrderParts
         The orders (``orders``, ``trades``, ``evaluated_tickers``; the quotes are read
         through ``frames.quote_fields``, the profile's mapping); an ``OrderStore`` (its
-        ``frames()``); the folder of an export (``OrderFrames.to_parquet``, or loose
+        typed tables); the folder of an export (``OrderFrames.to_parquet``, or loose
         ``orders.parquet``, ``trades.parquet``, ``evaluated_tickers.parquet``); or the
-        orders' per-order parts on disk (``OrderParts``, the market already joined):
-        the report then keeps them there and owns them (see
-        :meth:`ExecutionReport.from_parts`).
+        orders' per-order parts on disk (``OrderParts``, the market already joined).
+        A store or a folder is read out of core: its files where they lie, in chunks of
+        consecutive orders (``order_parts``), the per-order table kept on disk and
+        owned by the report (see :meth:`ExecutionReport.from_parts`); frames in memory
+        are computed in memory.
     market : DataFrame or path, optional
         The root of a recording, read where it lies by the report's engine (DuckDB, under
         the memory limit ``$TOOLKIT_REPORT_MEMORY``, default 2GB, spilling to disk beyond
@@ -501,10 +513,10 @@ def execution_report(
                 "give market= when the parts are built, not with them"
             )
         return _report_of_parts(frames, compare, title, min_coverage, min_orders)
-    orders = frames_source(frames)
-    source = None if market is None else market_source(market)
-    parts = _order_parts_for(orders, source, max_quote_age=max_quote_age)
+    parts = _order_parts_for(frames, market, max_quote_age=max_quote_age)
     if parts is None:
+        orders = frames_source(frames)
+        source = None if market is None else market_source(market)
         tables = _metrics.all_tables(orders, source, max_quote_age=max_quote_age, compare=compare)
         tables["worst_order_quotes"] = worst_order_quotes(orders, tables["worst_orders"])
         return ExecutionReport(
@@ -531,10 +543,12 @@ def _report_of_parts(
     )
 
 
-def _order_parts_for(
-    frames: _metrics.FramesLike, market: MarketLike | None, *, max_quote_age: float | None
-) -> OrderParts | None:
-    """The orders' per-order parts on disk for the report (None: the tables are computed
-    in memory by ``all_tables``, nothing written). Today every set is in memory; the
-    out-of-core build (``order_parts``) is called here."""
-    return None
+def _order_parts_for(frames: Any, market: Any, *, max_quote_age: float | None) -> OrderParts | None:
+    """The orders' per-order parts on disk for the report: an export folder or an order
+    store is built out of core, in chunks (``order_parts``); frames already in memory are
+    not (None: ``all_tables`` computes the tables in memory, nothing written)."""
+    if hasattr(frames, "orders"):
+        return None
+    from toolkit.report._parts import order_parts
+
+    return order_parts(frames, market, max_quote_age=max_quote_age)

@@ -4,8 +4,8 @@ outliers (absolute, or in robust sigmas of the median)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,27 @@ def _values(v: pd.Series) -> str:
     return shown + (f" and {len(seen) - 5} more" if len(seen) > 5 else "")
 
 
+SIDE_CHECK = "side missing/unknown"
+STATUS_CHECK = "status missing/unknown"
+
+
+def field_warning(check: str, count: int, values: Any) -> str:
+    """The warning of ``count`` orders failing ``check`` (:data:`SIDE_CHECK` or
+    :data:`STATUS_CHECK`) with these ``values`` (their distinct ones, in order, suffice)."""
+    values = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    if check == SIDE_CHECK:
+        return (
+            f"{count} order(s) have side missing or not buy/sell ({_values(values)}): "
+            "their slippage, routing gap and fees in bp are NaN, so every slippage "
+            "figure of the report leaves them out"
+        )
+    return (
+        f"{count} order(s) have status missing or not a status of their order "
+        f"type ({_values(values)}; market: spec 3.1, limit: spec 3.2): they count as "
+        "not executed, so every slippage figure of the report leaves them out"
+    )
+
+
 def order_field_problems(po: pd.DataFrame) -> list[FieldProblem]:
     """Orders with a ``side`` other than buy/sell (spec 2.4), or a ``status`` that is none
     of their type's (market: spec 3.1, limit: 3.2): no slippage figure counts them, so the
@@ -57,14 +78,12 @@ def order_field_problems(po: pd.DataFrame) -> list[FieldProblem]:
         side = po.loc[bad_side, "side"]
         out.append(
             FieldProblem(
-                "side missing/unknown",
+                SIDE_CHECK,
                 bad_side,
                 ("side " + side.map(repr) + " is not buy or sell").where(
                     side != "", "side missing"
                 ),
-                f"{len(side)} order(s) have side missing or not buy/sell ({_values(side)}): "
-                "their slippage, routing gap and fees in bp are NaN, so every slippage "
-                "figure of the report leaves them out",
+                field_warning(SIDE_CHECK, len(side), side),
             )
         )
     bad_status = po["outcome"] == "other"
@@ -77,17 +96,27 @@ def order_field_problems(po: pd.DataFrame) -> list[FieldProblem]:
         )
         out.append(
             FieldProblem(
-                "status missing/unknown",
+                STATUS_CHECK,
                 bad_status,
                 ("status " + status.map(repr) + " is not " + known).where(
                     status != "", "status missing"
                 ),
-                f"{len(status)} order(s) have status missing or not a status of their order "
-                f"type ({_values(status)}; market: spec 3.1, limit: spec 3.2): they count as "
-                "not executed, so every slippage figure of the report leaves them out",
+                field_warning(STATUS_CHECK, len(status), status),
             )
         )
     return out
+
+
+#: the checks of each order's own rows (:func:`frame_checks`), by name, in data_checks' order
+FEE_CHECKS = (
+    "fee.cost vs fee.cripto x average",
+    "fee.cost 0 beside fee.cripto",
+    "order fee.cost vs sum of trade fees",
+    "order fee.cripto vs sum of trade fees",
+)
+AVERAGE_CHECK = "average missing"
+TRADE_CHECKS = ("average vs trades VWAP", "quoteAmount vs sum of trade costs")
+NEGATIVE_CHECK = "negative time to execution"
 
 
 def data_checks(
@@ -103,17 +132,49 @@ def data_checks(
     each of ``coverage`` (what the set covers, from the frames) and of ``quote_problems``
     ((check, detail): the quotes are misread) becomes a row of its own, and so does each
     order id of ``duplicates`` (orderId -> rows dropped)."""
-    if len(orders) and "id" in orders.columns and _text(orders, "id").duplicated().any():
-        keep = _text(orders, "id")
-        orders = orders[~keep.duplicated(keep="last")]
+    found = set_checks(
+        [frame_checks(po, orders, trades)],
+        quote_problems=quote_problems,
+        duplicates=duplicates,
+        coverage=coverage,
+    )
+    found.extend(slippage_outliers(po))
+    return conform_checks(found)
+
+
+def conform_checks(found: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Rows of checks as one table (``CHECK_COLUMNS``)."""
+    if not found:
+        return empty(CHECK_COLUMNS)
+    return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
+
+
+def set_checks(
+    chunks: Sequence[Mapping[str, pd.DataFrame]],
+    *,
+    quote_problems: Sequence[tuple[str, str]] = (),
+    duplicates: pd.Series | None = None,
+    coverage: Sequence[str] = (),
+) -> list[pd.DataFrame]:
+    """Every data_checks row but the slippage outliers, in data_checks' order: those of the
+    set (``coverage``, ``duplicates``, ``quote_problems``) and those of ``chunks`` (the
+    :func:`frame_checks` of consecutive chunks of its orders, merged check by check)."""
     found: list[pd.DataFrame] = []
+
+    def merged(name: str, by_id: bool = False) -> None:
+        parts = [c[name] for c in chunks if name in c]
+        if len(parts) > 1:
+            both = pd.concat(parts, ignore_index=True)
+            # rows by orderId, as the set's groupby of the trades sorts them
+            found.append(both.sort_values("orderId", kind="stable") if by_id else both)
+        elif parts:
+            found.extend(parts)
+
     if coverage:
         rows = {"orderId": "", "check": COVERAGE_CHECK, "detail": list(coverage)}
         found.append(pd.DataFrame(rows))
-    found += [
-        pd.DataFrame({"orderId": po.loc[p.rows, "orderId"], "check": p.check, "detail": p.detail})
-        for p in order_field_problems(po)
-    ]
+    for name in (SIDE_CHECK, STATUS_CHECK):
+        merged(name)
     if duplicates is not None and len(duplicates):
         found.append(
             pd.DataFrame(
@@ -126,49 +187,59 @@ def data_checks(
                 }
             )
         )
-    found.extend(_fee_checks(po, trades))
-    priced = po[po["executed"] & (po["average_source"] != "order")]
-    if len(priced):
-        found.append(
-            pd.DataFrame(
-                {
-                    "orderId": priced["orderId"],
-                    "check": "average missing",
-                    "value": priced["average"],
-                    "detail": "no average: priced from " + priced["average_source"].astype(str),
-                }
-            )
-        )
+    for name in (*FEE_CHECKS, AVERAGE_CHECK):
+        merged(name)
     if quote_problems:
         names, details = zip(*quote_problems, strict=True)
         found.append(pd.DataFrame({"orderId": "", "check": list(names), "detail": list(details)}))
-    if trades is not None and len(trades) and "orderId" in trades.columns and len(orders):
-        t = pd.DataFrame(
+    for name in TRADE_CHECKS:
+        merged(name, by_id=True)
+    merged(NEGATIVE_CHECK)
+    return found
+
+
+def frame_checks(
+    po: pd.DataFrame, orders: pd.DataFrame, trades: pd.DataFrame | None
+) -> dict[str, pd.DataFrame]:
+    """The data_checks rows of orders' own rows (``po`` and the ``orders`` and ``trades``
+    they come from), by check name: the same for a chunk of a set's orders with their
+    trades as for the set, which :func:`set_checks` merges."""
+    if len(orders) and "id" in orders.columns and _text(orders, "id").duplicated().any():
+        keep = _text(orders, "id")
+        orders = orders[~keep.duplicated(keep="last")]
+    found: dict[str, pd.DataFrame] = {}
+    for p in order_field_problems(po):
+        found[p.check] = pd.DataFrame(
+            {"orderId": po.loc[p.rows, "orderId"], "check": p.check, "detail": p.detail}
+        )
+    from toolkit.report._per_order import trade_totals
+
+    # the trades' sums per order, once for the fee checks and the checks against the order
+    totals = trade_totals(trades)
+    found.update(_fee_checks(po, totals))
+    priced = po[po["executed"] & (po["average_source"] != "order")]
+    if len(priced):
+        found[AVERAGE_CHECK] = pd.DataFrame(
             {
-                "orderId": _text(trades, "orderId"),
-                "amount": _num(trades, "amount"),
-                "cost": _num(trades, "cost"),
+                "orderId": priced["orderId"],
+                "check": AVERAGE_CHECK,
+                "value": priced["average"],
+                "detail": "no average: priced from " + priced["average_source"].astype(str),
             }
         )
-        g = t.groupby("orderId")
-        agg = pd.DataFrame(
-            {
-                "amount": g["amount"].sum(min_count=1),
-                "cost": g["cost"].sum(min_count=1),
-                "n": g.size(),
-            }
-        )
-        agg["vwap"] = agg["cost"] / agg["amount"].where(agg["amount"] > 0)
+    if len(totals) and len(orders):
+        # by orderId, as a sorted groupby of the trades gives them
+        agg = totals.sort_index()
         # trade costs are rounded to cents: half a cent per trade is not an error
         slack_fiat = 0.005 * agg["n"] + 1e-9
         ids = _text(orders, "id")
         checks = {
-            "average vs trades VWAP": (
+            TRADE_CHECKS[0]: (
                 pd.Series(_num(orders, "average").to_numpy(), index=ids),
                 agg["vwap"],
                 slack_fiat / agg["amount"].where(agg["amount"] > 0),
             ),
-            "quoteAmount vs sum of trade costs": (
+            TRADE_CHECKS[1]: (
                 pd.Series(_num(orders, "quoteAmount").to_numpy(), index=ids),
                 agg["cost"],
                 slack_fiat,
@@ -179,57 +250,47 @@ def data_checks(
             diff = (v - expected) / expected.where(expected != 0) * 1e4
             bad = (diff.abs() > CHECK_TOLERANCE_BP) & ((v - expected).abs() > slack)
             if bad.any():
-                found.append(
-                    pd.DataFrame(
-                        {
-                            "orderId": expected.index[bad],
-                            "check": name,
-                            "value": v[bad].to_numpy(),
-                            "expected": expected[bad].to_numpy(),
-                            "diff_bp": diff[bad].to_numpy(),
-                            "detail": f"differs by more than {CHECK_TOLERANCE_BP:g} bp",
-                        }
-                    )
+                found[name] = pd.DataFrame(
+                    {
+                        "orderId": expected.index[bad],
+                        "check": name,
+                        "value": v[bad].to_numpy(),
+                        "expected": expected[bad].to_numpy(),
+                        "diff_bp": diff[bad].to_numpy(),
+                        "detail": f"differs by more than {CHECK_TOLERANCE_BP:g} bp",
+                    }
                 )
     neg = po[po["tte_s"] < 0]
     if len(neg):
-        found.append(
-            pd.DataFrame(
-                {
-                    "orderId": neg["orderId"],
-                    "check": "negative time to execution",
-                    "value": neg["tte_s"],
-                    "detail": "executedAt before " + neg["tte_basis"].astype(str),
-                }
-            )
+        found[NEGATIVE_CHECK] = pd.DataFrame(
+            {
+                "orderId": neg["orderId"],
+                "check": NEGATIVE_CHECK,
+                "value": neg["tte_s"],
+                "detail": "executedAt before " + neg["tte_basis"].astype(str),
+            }
         )
-    found.extend(slippage_outliers(po))
-    if not found:
-        return empty(CHECK_COLUMNS)
-    return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
+    return found
 
 
-def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> list[pd.DataFrame]:
-    """fee.cost against fee.cripto x average, and the order's fees against its trades'."""
-    from toolkit.report._per_order import trade_totals
-
-    out: list[pd.DataFrame] = []
+def _fee_checks(po: pd.DataFrame, tt: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """fee.cost against fee.cripto x average, and the order's fees against its trades'
+    (``tt``: their ``trade_totals``)."""
+    out: dict[str, pd.DataFrame] = {}
 
     def flag(
         mask: pd.Series, name: str, value: pd.Series, expected: pd.Series, detail: str
     ) -> None:
         if mask.any():
-            out.append(
-                pd.DataFrame(
-                    {
-                        "orderId": po.loc[mask, "orderId"],
-                        "check": name,
-                        "value": value[mask],
-                        "expected": expected[mask],
-                        "diff_bp": ((value - expected) / expected.where(expected != 0) * 1e4)[mask],
-                        "detail": detail,
-                    }
-                )
+            out[name] = pd.DataFrame(
+                {
+                    "orderId": po.loc[mask, "orderId"],
+                    "check": name,
+                    "value": value[mask],
+                    "expected": expected[mask],
+                    "diff_bp": ((value - expected) / expected.where(expected != 0) * 1e4)[mask],
+                    "detail": detail,
+                }
             )
 
     cost, cripto = po["fee_cost"], po["fee_cripto_fiat"]
@@ -248,16 +309,23 @@ def _fee_checks(po: pd.DataFrame, trades: pd.DataFrame | None) -> list[pd.DataFr
         cripto,
         "fee counted from fee.cripto x average",
     )
-    tt = trade_totals(trades)
     if len(tt):
-        n = po["orderId"].map(tt["n"]).astype("float64")
+        # each order's row of the totals found once (a lookup of text per column is slow)
+        at = tt.index.get_indexer(pd.Index(po["orderId"]))
+
+        def totals(col: str) -> pd.Series:
+            v = tt[col].to_numpy(dtype="float64")[at]
+            v[at < 0] = np.nan
+            return pd.Series(v, index=po.index)
+
+        n = totals("n")
         # per trade: a cent of rounding, and in crypto that cent at the price plus 1e-8
         slacks: dict[str, pd.Series | float] = {
             "fee_cost": 0.005,
             "fee_cripto": 0.005 / po["average"] + 0.5e-8,
         }
         for col, unit_slack in slacks.items():
-            summed = po["orderId"].map(tt[col]).astype("float64")
+            summed = totals(col)
             mine = po[col]
             tol = unit_slack * n + 1e-12
             bad = summed.notna() & mine.notna() & ((mine - summed).abs() > tol)

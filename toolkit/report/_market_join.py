@@ -43,12 +43,29 @@ _REST_COLUMNS = [
 _LATEST = "o1 DESC, o2 DESC NULLS FIRST, o3 DESC NULLS FIRST"
 
 
+class TickLayout(NamedTuple):
+    """What a recording's tickers hold, found once per report: the span of moments ``t`` of
+    each ``watchticker`` file (int64 ns, -1 / -1 for a file without one), the recording's
+    span and gaps, and its ``watchtickers`` rows as the engine reads them."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    start: int
+    end: int
+    gap_start: np.ndarray
+    gap_end: np.ndarray
+    rest: pa.Table
+
+
 class RecordingMarket(NamedTuple):
     """The root of a recording, read by the engine where it lies (not loaded into pandas),
-    and its ``watchticker`` files, checked (a damaged or foreign one is named at once)."""
+    and its ``watchticker`` files, checked (a damaged or foreign one is named at once);
+    ``layout`` (:func:`tick_layout`) once found, so that each chunk of orders reads only
+    the files of its own time window."""
 
     root: Path
     ticker_files: tuple[str, ...]
+    layout: TickLayout | None = None
 
 
 def recording_market(root: str | os.PathLike[str]) -> RecordingMarket:
@@ -161,11 +178,21 @@ def frame_ticks(con: duckdb.DuckDBPyConnection, market: pd.DataFrame) -> Ticks |
     return Ticks(relation, span[0], span[1], *_gap_arrays(session, span[1]))
 
 
-def recording_ticks(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> Ticks | None:
-    """A recording's tickers: the ``watchticker`` files read by the engine where they lie;
-    ``watchtickers`` (one row per pair, split from each message) and ``_session`` rows
-    through ``read_recording``. The read order is (received_at, connection_id, seq), as
-    ``read_recording`` sorts. A damaged or foreign file raises InvalidRequest naming it."""
+def _listed(files: Any) -> str:
+    return ", ".join("'" + os.fspath(f).replace("'", "''") + "'" for f in files)
+
+
+_FILE_TICKS = (
+    "SELECT symbol, coalesce(epoch_ns(updated_at), epoch_ns(received_at)) AS t, bid, ask, "
+    "last, epoch_ns(received_at) AS o1, connection_id AS o2, seq AS o3"
+)
+
+
+def tick_layout(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> TickLayout | None:
+    """The layout of ``market``'s tickers (one pass over the ``watchticker`` files' two time
+    columns); ``watchtickers`` (one row per pair, split from each message) and ``_session``
+    rows through ``read_recording``, in its read order (received_at, connection_id, seq).
+    None: the recording saw no moment."""
     import pyarrow as pa
 
     from toolkit.recording._read import read_recording_table
@@ -187,29 +214,89 @@ def recording_ticks(con: duckdb.DuckDBPyConnection, market: RecordingMarket) -> 
         ),
     )
     table, seen, session = _frame_rows(rest, order)
-    con.register("market_rest", table)
-    parts = [f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_rest"]
+    lo = np.full(len(files), -1, dtype="int64")
+    hi = np.full(len(files), -1, dtype="int64")
     if files:
-        listed = ", ".join("'" + os.fspath(f).replace("'", "''") + "'" for f in files)
-        con.execute(
-            "CREATE TEMP VIEW market_files AS SELECT symbol, "
-            "coalesce(epoch_ns(updated_at), epoch_ns(received_at)) AS t, bid, ask, last, "
-            "epoch_ns(received_at) AS o1, connection_id AS o2, seq AS o3 "
-            f"FROM read_parquet([{listed}], union_by_name = true)"
-        )
-        lo_t, hi_t, lo_r, hi_r = con.execute(
-            "SELECT min(t), max(t), min(o1), max(o1) FROM market_files"
-        ).fetchone() or (None, None, None, None)
-        seen += [
-            np.array([v for v in (lo_t, hi_t, lo_r, hi_r) if v is not None], dtype="int64").view(
-                "datetime64[ns]"
-            )
-        ]
-        parts.append(f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_files")
+        got = con.execute(
+            f"SELECT filename, min(t), max(t), min(o1), max(o1) FROM ({_FILE_TICKS}, filename "
+            f"FROM read_parquet([{_listed(files)}], union_by_name = true, filename = true)) "
+            "GROUP BY filename"
+        ).fetchall()
+        at = {os.fspath(f): i for i, f in enumerate(files)}
+        for name, lo_t, hi_t, lo_r, hi_r in got:
+            if lo_t is not None:
+                lo[at[name]], hi[at[name]] = lo_t, hi_t
+            moments = [v for v in (lo_t, hi_t, lo_r, hi_r) if v is not None]
+            seen.append(np.array(moments, dtype="int64").view("datetime64[ns]"))
     span = _span(seen)
     if span is None:
         return None
-    return Ticks(" UNION ALL ".join(parts), span[0], span[1], *_gap_arrays(session, span[1]))
+    return TickLayout(lo, hi, span[0], span[1], *_gap_arrays(session, span[1]), table)
+
+
+def recording_ticks(
+    con: duckdb.DuckDBPyConnection,
+    market: RecordingMarket,
+    window: tuple[int | None, int] | None = None,
+) -> Ticks | None:
+    """A recording's tickers, the ``watchticker`` files read by the engine where they lie:
+    only the files holding a moment of ``window`` (ns, inclusive; a lower bound None: none),
+    found by their layout (:func:`tick_layout`, found here when ``market`` has none). A
+    damaged or foreign file raises InvalidRequest naming it."""
+    layout = market.layout if market.layout is not None else tick_layout(con, market)
+    if layout is None:
+        return None
+    con.register("market_rest", layout.rest)
+    parts = [f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_rest"]
+    files = window_files(market._replace(layout=layout), window)
+    if files:
+        con.execute(
+            f"CREATE TEMP VIEW market_files AS {_FILE_TICKS} "
+            f"FROM read_parquet([{_listed(files)}], union_by_name = true)"
+        )
+        parts.append(f"SELECT symbol, t, {_PRICES}, o1, o2, o3 FROM market_files")
+    relation = " UNION ALL ".join(parts)
+    return Ticks(relation, layout.start, layout.end, layout.gap_start, layout.gap_end)
+
+
+def window_files(market: RecordingMarket, window: tuple[int | None, int] | None) -> tuple[str, ...]:
+    """The ``watchticker`` files of ``market`` holding a moment of ``window`` (all of them
+    without a window or a layout); a file with no moment holds no usable ticker."""
+    layout = market.layout
+    if layout is None:
+        return market.ticker_files
+    has = layout.lo >= 0
+    if window is not None:
+        lo, hi = window
+        has &= layout.lo <= hi
+        if lo is not None:
+            has &= layout.hi >= lo
+    return tuple(f for f, keep in zip(market.ticker_files, has, strict=True) if keep)
+
+
+def moment_window(po: pd.DataFrame, tolerance_ns: int | None) -> tuple[int | None, int] | None:
+    """The moments (ns) the join may read a ticker at for ``po``'s orders: from the earliest
+    moment looked up less the quote age limit (no lower bound without one) to the latest
+    moment (the longest markout horizon after the latest anchor); None: no moment."""
+    from toolkit.report._market import naive_ns
+
+    def ns(col: str, rows: Any = None) -> np.ndarray:
+        if col not in po.columns:
+            return np.array([], dtype="int64")
+        t = naive_ns(po[col] if rows is None else po.loc[rows, col])
+        return t[~np.isnat(t)].view("int64")
+
+    first = [ns("createdAt"), ns("endedAt")]
+    anchor = ns("markout_anchor", po["executed"].to_numpy(dtype=bool))
+    lows = [a.min() for a in (*first, anchor) if len(a)]
+    highs = [a.max() for a in first if len(a)]
+    if len(anchor):
+        highs.append(anchor.max() + max(MARKOUT_HORIZONS_S) * _NS)
+        lows[-1] += min(MARKOUT_HORIZONS_S) * _NS
+    if not lows:
+        return None
+    lo = int(min(lows))
+    return (None if tolerance_ns is None else lo - tolerance_ns), int(max(highs))
 
 
 def _targets(po: pd.DataFrame, symbol_ids: pd.Series) -> pa.Table:
@@ -287,12 +374,20 @@ def market_mids(
     from toolkit.report._market import symbol_key
 
     with connection() as con:
+        tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
+        window = moment_window(po, tolerance)
+        if window is None:
+            return None
         if isinstance(market, RecordingMarket):
-            ticks = recording_ticks(con, market)
+            ticks = recording_ticks(con, market, window)
         else:
             ticks = frame_ticks(con, market)
         if ticks is None:
             return None
+        lo, hi = window
+        # only the tickers of the window: a moment outside it reads none of them
+        floor = "" if lo is None else f"t >= {lo} AND "
+        ticks = ticks._replace(relation=f"SELECT * FROM ({ticks.relation}) WHERE {floor}t <= {hi}")
         names = con.execute(
             f"SELECT DISTINCT symbol FROM ({ticks.relation}) WHERE symbol IS NOT NULL"
         ).fetchnumpy()["symbol"]
@@ -323,7 +418,6 @@ def market_mids(
             f"FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol "
             "WHERE r.mid > 0 AND r.t IS NOT NULL"
         )
-        tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
         got: pa.Table = con.sql(_join_sql(ticks, tolerance)).to_arrow_table()
     row = got.column("row").to_numpy()
     mids = np.full((len(KINDS), len(po)), np.nan)

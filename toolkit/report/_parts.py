@@ -1,14 +1,30 @@
-"""The orders of a report with their per-order metrics on disk (``OrderParts``): the
-contract between the per-order build and the report's tables (owned by the parts
-engineer; this is only the dataclass the tables read, until their module lands)."""
+"""The orders of a report with their per-order metrics on disk, in parts: built in memory as
+one part (frames), or out of core in chunks of consecutive orders (an export folder, an
+order store), each chunk through the same per-order code, with the market of its window."""
 
 from __future__ import annotations
 
+import os
 import shutil
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from toolkit.errors import InvalidRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.report._market import MarketLike
+    from toolkit.report._per_order import Deduplicated
+
+__all__ = ["OrderParts", "order_parts", "parts_from_frames"]
+
+#: the prefix of the temporary folder of a set's parts
+PREFIX = "toolkit-parts-"
 
 
 @dataclass
@@ -34,6 +50,329 @@ class OrderParts:
     folder: Path | None  # a temporary folder owning the files (None: nothing to remove)
 
     def close(self) -> None:
-        """Remove ``folder`` (idempotent)."""
+        """Remove :attr:`folder` and every part in it (again: nothing)."""
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+@dataclass
+class _Merge:
+    """What the chunks give, merged in chunk order into the set's figures."""
+
+    per_order: list[Path] = field(default_factory=list)
+    makers: list[Path] = field(default_factory=list)
+    quotes: list[Path] = field(default_factory=list)
+    checks: list[dict[str, pd.DataFrame]] = field(default_factory=list)
+    # field check -> (orders, their distinct values in order)
+    fields: dict[str, tuple[int, list[Any]]] = field(default_factory=dict)
+    # (exchange, reason) -> quotes
+    reasons: list[pd.Series] = field(default_factory=list)
+    orders: int = 0
+
+
+@contextmanager
+def _owned(folder: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """A fresh folder for the parts (in ``folder``, else the system's temporary one),
+    removed when the block fails: nothing is left behind."""
+    if folder is not None and not Path(folder).is_dir():
+        raise InvalidRequest(f"no folder {folder} for the report's parts")
+    path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=folder))
+    try:
+        yield path
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    """``frame`` as Parquet at ``path``, whole or not at all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from toolkit._atomic import atomic_write
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # a dictionary of the labels only: of the numbers it costs three times the writing
+    labels = [
+        f.name
+        for f in table.schema
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, use_dictionary=labels))
+
+
+def _chunk(
+    d: Deduplicated,
+    quotes: pd.DataFrame | None,
+    market: MarketLike | None,
+    max_quote_age: float | None,
+    out: _Merge,
+    folder: Path,
+) -> None:
+    """One chunk of orders through the per-order code, its parts written, what the set's
+    figures need of it kept in ``out``."""
+    from toolkit.report._checks import frame_checks, order_field_problems
+    from toolkit.report._columns import NONE_LABEL, _text
+    from toolkit.report._fills import maker_by_order
+    from toolkit.report._per_order import order_metrics
+
+    i = len(out.per_order)
+    po = order_metrics(d, quotes, market, max_quote_age=max_quote_age)
+    out.checks.append(frame_checks(po, d.orders, d.trades))
+    for p in order_field_problems(po):
+        values = po.loc[p.rows, "side" if p.check.startswith("side") else "status"]
+        n, seen = out.fields.get(p.check, (0, []))
+        known = set(seen)
+        seen = seen + [v for v in pd.unique(values) if v not in known]
+        out.fields[p.check] = (n + len(values), seen)
+    if quotes is not None and len(quotes):
+        venue = _text(quotes, "exchange", NONE_LABEL).replace("", NONE_LABEL)
+        reason = _text(quotes, "reason")
+        out.reasons.append(pd.DataFrame({"exchange": venue, "reason": reason}).value_counts())
+    makers = maker_by_order(d.trades)
+    if len(makers):
+        out.makers.append(_write(makers.reset_index(), folder / f"makers-{i:06d}.parquet"))
+    if quotes is not None:
+        out.quotes.append(_write(quotes, folder / f"quotes-{i:06d}.parquet"))
+    out.per_order.append(_write(po, folder / f"per_order-{i:06d}.parquet"))
+    out.orders += len(po)
+
+
+def _contingencies(out: _Merge) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``contingencies`` of the set's quotes from the chunks' counts per (venue, reason)."""
+    from toolkit.report._breakdowns import contingencies
+    from toolkit.report._columns import _conform
+
+    if not out.reasons:
+        return contingencies(None)
+    cols = {"exchange": "str", "quotes": "int64", "contingencies": "int64", "rate": "float64"}
+    rcols = {"exchange": "str", "reason": "str", "quotes": "int64", "share_of_venue": "float64"}
+    counted = pd.concat(out.reasons).rename("n").reset_index()
+    counted = counted.groupby(["exchange", "reason"], sort=True)["n"].sum().reset_index()
+    counted["has"] = (counted["reason"] != "").astype("int64") * counted["n"]
+    g = counted.groupby("exchange", sort=True)
+    per = pd.DataFrame({"quotes": g["n"].sum(), "contingencies": g["has"].sum()})
+    per["rate"] = per["contingencies"] / per["quotes"]
+    r = counted[counted["reason"] != ""].rename(columns={"n": "quotes"})
+    r = r[["exchange", "reason", "quotes"]].reset_index(drop=True)
+    r["share_of_venue"] = r["quotes"] / r["exchange"].map(per["quotes"]).astype("float64")
+    return _conform(per.reset_index(), cols), _conform(r, rcols)
+
+
+def _finish(
+    out: _Merge,
+    folder: Path,
+    *,
+    quote_problems: Sequence[tuple[str, str]],
+    duplicates: pd.Series,
+    coverage: Sequence[str],
+) -> OrderParts:
+    from toolkit.report._checks import conform_checks, field_warning, set_checks
+
+    checks = set_checks(
+        out.checks, quote_problems=quote_problems, duplicates=duplicates, coverage=coverage
+    )
+    messages = [m for _, m in quote_problems]
+    messages += [field_warning(check, n, seen) for check, (n, seen) in out.fields.items()]
+    cont, reasons = _contingencies(out)
+    return OrderParts(
+        per_order=out.per_order,
+        makers=out.makers,
+        quotes=out.quotes,
+        checks=conform_checks(checks),
+        contingencies=cont,
+        contingency_reasons=reasons,
+        warnings=messages,
+        orders=out.orders,
+        folder=folder,
+    )
+
+
+def parts_from_frames(
+    frames: Any,
+    market: Any = None,
+    *,
+    max_quote_age: float | None = 60.0,
+    folder: str | os.PathLike[str] | None = None,
+) -> OrderParts:
+    """The report's orders of in-memory ``frames`` as one part: exactly the per-order table,
+    makers, checks and contingencies the report computes of them in memory.
+
+    Parameters
+    ----------
+    frames : OrderFrames or alike
+        ``orders``, ``trades``, ``evaluated_tickers`` (and ``quote_fields``, ``attrs``).
+    market : DataFrame, RecordingMarket or path, optional
+        Ticker rows, or the root of a recording.
+    max_quote_age : float or None
+        Seconds; an older ticker is no price at that moment (None: no limit).
+    folder : path, optional
+        Where the parts' temporary folder goes (default: the system's temporary folder).
+
+    Returns
+    -------
+    OrderParts
+        Owning its temporary folder: :meth:`OrderParts.close` removes it.
+    """
+    from toolkit.report._coverage import frame_notes
+    from toolkit.report._per_order import deduplicate
+    from toolkit.report._quotes import canonical_quotes, quote_problems
+
+    chosen = _market(market)
+    with _owned(folder) as path:
+        d = deduplicate(frames)
+        out = _Merge()
+        _chunk(d, canonical_quotes(d), chosen, max_quote_age, out, path)
+        return _finish(
+            out,
+            path,
+            quote_problems=quote_problems(frames),
+            duplicates=d.duplicate_orders,
+            coverage=frame_notes(frames),
+        )
+
+
+def _market(market: Any) -> MarketLike | None:
+    """``market`` as the join reads it: a frame, a recording's root (a path, or a pyarrow
+    dataset of its files, ``scan_recording``)."""
+    from toolkit.report._market import market_source
+
+    if market is None:
+        return None
+    import pyarrow.dataset as ds
+
+    if isinstance(market, ds.FileSystemDataset):
+        return _dataset_market(market)
+    return market_source(market)
+
+
+def _dataset_market(dataset: Any) -> MarketLike:
+    """A pyarrow dataset of a recording's files (``scan_recording``) as its root's market:
+    the ``watchticker`` files it lists (those of its window), read where they lie, and the
+    root's ``watchtickers`` and ``_session`` rows; its row filter is not applied beyond the
+    files it chose."""
+    from toolkit.recording._read import recording_root
+    from toolkit.report._market_join import TICKER_CHANNEL, RecordingMarket
+
+    files = [Path(f) for f in dataset.files]
+    if not files:
+        raise InvalidRequest(
+            "the market dataset lists no file (none of the recording in its window): pass "
+            "the recording's root, or a scan_recording of a window it covers"
+        )
+    for f in files:
+        for parent in f.parents:
+            if parent.name.startswith("channel="):
+                root = recording_root(parent.parent)
+                ticks = [
+                    os.fspath(x)
+                    for x in files
+                    if f"channel={TICKER_CHANNEL}" in (p.name for p in x.parents)
+                ]
+                return RecordingMarket(root, tuple(ticks))
+    raise InvalidRequest(
+        f"the market dataset's files are not a recording's ({files[0]}): pass the "
+        "recording's root or tk.scan_recording(root, 'watchticker')"
+    )
+
+
+def order_parts(
+    source: Any,
+    market: Any = None,
+    *,
+    max_quote_age: float | None = 60.0,
+    chunk_orders: int = 250_000,
+    folder: str | os.PathLike[str] | None = None,
+) -> OrderParts:
+    """The report's orders with their per-order metrics, built out of core in chunks.
+
+    The engine reads the set's files where they lie, keeps each order id once (its latest
+    ``updatedAt``, else its last row, at that row's position) and splits the orders into
+    chunks of ``chunk_orders`` consecutive orders with their trades and quotes; each chunk
+    goes through the per-order code with only the tickers of its time window, its parts
+    written whole, then freed. The parts concatenated are the per-order table of the set.
+
+    Parameters
+    ----------
+    source : path, OrderStore or OrderFrames
+        An export folder (``OrderFrames.to_parquet``), an order store (its typed tables)
+        or frames in memory (one part: :func:`parts_from_frames`).
+    market : DataFrame, path or pyarrow dataset, optional
+        Ticker rows, the root of a recording, or ``tk.scan_recording(root, ...)``.
+    max_quote_age : float or None
+        Seconds; an older ticker is no price at that moment (None: no limit).
+    chunk_orders : int
+        Orders per chunk (memory grows with it, not with the set).
+    folder : path, optional
+        Where the parts' temporary folder goes (default: the system's temporary folder).
+
+    Returns
+    -------
+    OrderParts
+        Owning its temporary folder: :meth:`OrderParts.close` removes it.
+
+    Raises
+    ------
+    InvalidRequest
+        A source that is none of those, a bad ``chunk_orders``, a damaged or foreign file
+        (named); the temporary folder is then removed.
+    """
+    from toolkit.report._inputs import frames_source, set_files
+
+    if isinstance(chunk_orders, bool) or not isinstance(chunk_orders, int) or chunk_orders < 1:
+        raise InvalidRequest(
+            f"chunk_orders takes a whole number of orders >= 1, not {chunk_orders!r}"
+        )
+    found = set_files(source)
+    if found is None:
+        # frames in memory, an object giving them (``frames()``), a store without orders
+        frames = frames_source(source)
+        return parts_from_frames(frames, market, max_quote_age=max_quote_age, folder=folder)
+    chosen = _market(market)
+    with _owned(folder) as path:
+        return _out_of_core(found, chosen, max_quote_age, chunk_orders, path)
+
+
+def _out_of_core(
+    found: Any,
+    market: MarketLike | None,
+    max_quote_age: float | None,
+    chunk_orders: int,
+    path: Path,
+) -> OrderParts:
+    from toolkit.report._engine import connection
+    from toolkit.report._market_join import RecordingMarket, tick_layout
+    from toolkit.report._partition import drop_chunk, partition, read_chunk
+    from toolkit.report._per_order import Deduplicated
+    from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable
+
+    with connection() as con:
+        part = partition(con, found.files, chunk_orders)
+        if isinstance(market, RecordingMarket) and market.layout is None:
+            # the recording's span, gaps and each file's moments, once for every chunk
+            layout = tick_layout(con, market)
+            market = market._replace(layout=layout) if layout is not None else None
+        problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
+        usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
+        out = _Merge()
+        for i in range(part.chunks):
+            trades = read_chunk(con, part, "trades", i)
+            if len(trades) and {"orderId", "id"} <= set(trades.columns):
+                trades = trades.drop_duplicates(["orderId", "id"], keep="last")
+                trades = trades.reset_index(drop=True)
+            et = read_chunk(con, part, "evaluated_tickers", i)
+            if len(et) and len(part.duplicates):
+                # the quotes of an order loaded twice are there twice
+                et = et.drop_duplicates(keep="last").reset_index(drop=True)
+            orders = read_chunk(con, part, "orders", i)
+            drop_chunk(con, part, i)
+            d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
+            _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
+    return _finish(
+        out,
+        path,
+        quote_problems=problems,
+        duplicates=part.duplicates,
+        coverage=found.coverage,
+    )

@@ -58,6 +58,21 @@ LIMIT_OUTCOMES = {
 }
 
 
+#: the order columns the per-order code and its data checks read (an engine reads no other)
+ORDER_FIELDS = (
+    *("id", "side", "status", "type", "exchange", "executedExchange", "symbol", "rule"),
+    *("channel", "createdAt", "updatedAt", "executedAt", "triggeredAt", "expiresAt"),
+    *("cancelRequestedAt", "filled", "average", "cost", "amount", "amountOriginal"),
+    *("quoteAmount", "quoteAmountOriginal", "remainingQuoteAmount", "filledStatus"),
+    *("limitPrice", "fee.cost", "fee.cripto", "fee.rate", "fee.tierService.currentTierFeeRate"),
+    *("operationalFees", "errorMessage", "statusReason"),
+)
+#: the trade columns they read (``id`` tells a trade loaded twice)
+TRADE_FIELDS = ("orderId", "id", "amount", "cost", "timestamp", "fee.cost", "fee.cripto")
+#: and those the makers read
+MAKER_FIELDS = ("takerOrMaker",)
+
+
 def _month(t: pd.Series) -> pd.Series:
     # strftime formats row by row; year and month as numbers stay vectorised
     ym = t.dt.year * 100 + t.dt.month
@@ -172,6 +187,18 @@ def per_order(
         Typed as ``PER_ORDER_COLUMNS``, one row per order.
     """
     d = deduplicate(frames)
+    return order_metrics(d, canonical_quotes(d), market, max_quote_age=max_quote_age)
+
+
+def order_metrics(
+    d: Deduplicated,
+    quotes: pd.DataFrame | None,
+    market: MarketLike | None = None,
+    *,
+    max_quote_age: float | None = 60.0,
+) -> pd.DataFrame:
+    """:func:`per_order` of deduplicated frames whose quotes (``canonical_quotes``) are
+    given: a chunk of a larger set has them as the set decides (quotes usable or not)."""
     o = d.orders
     if len(o) == 0:
         return empty(PER_ORDER_COLUMNS)
@@ -235,7 +262,7 @@ def per_order(
             "notional": notional,
         }
     )
-    po = add_quotes(po, canonical_quotes(d))
+    po = add_quotes(po, quotes)
     po = _add_fees(po, o)
     po = add_fills(po, o, filled, amount_original)
     po = add_limit_columns(po, o)

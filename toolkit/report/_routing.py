@@ -16,8 +16,9 @@ def add_quotes(po: pd.DataFrame, quotes: pd.DataFrame | None) -> pd.DataFrame:
     """Quote metrics from ``quotes`` (``canonical_quotes``: the report's own column names):
     the executing venue's own quote (its first by rank), the best clean quote (buy: the
     lowest, sell: the highest; ties by rank), the overall best (any reason), the hit. The
-    picks among the quotes run on the report's engine (``_quote_picks``)."""
-    if quotes is None or len(quotes) == 0:
+    picks among the quotes run on the report's engine (``_quote_picks``). None: no usable
+    quotes in the set (no quote column); an empty table: none for these orders."""
+    if quotes is None:
         return po
     k = quote_picks(po, quotes)
     po["quotes_seen"] = k.seen
