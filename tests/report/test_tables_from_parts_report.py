@@ -156,7 +156,6 @@ def test_the_report_owns_the_parts_folder_until_closed_or_collected() -> None:
     assert not folder.exists()
 
 
-
 def test_the_tables_of_a_dropped_report_still_read_its_orders() -> None:
     # execution_report(path).tables: the report is collected at once, its tables are not;
     # the folder goes with the parts they read per_order from, not with the report
@@ -171,6 +170,7 @@ def test_the_tables_of_a_dropped_report_still_read_its_orders() -> None:
     del tables
     gc.collect()
     assert not folder.exists()
+
 
 def test_execution_report_through_parts_equals_the_report_in_memory(
     monkeypatch: pytest.MonkeyPatch,
