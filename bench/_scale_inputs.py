@@ -11,6 +11,7 @@ and its manifest is written by the toolkit's own :func:`toolkit._atomic.atomic_f
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,8 @@ QUOTES = 5
 LIMIT_SHARE = 0.05
 FRAMES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
 NS_PER_DAY = 86_400 * 10**9
+#: rows per row group of a recording file (the recorder's)
+ROW_GROUP = 65_536
 #: a ticker row is received this long after its time
 LAG_NS = 40_000_000
 _PAIRS = list(SYMBOLS)
@@ -310,8 +313,8 @@ def build_recording(
     ``hi_ns`` (a random walk around each pair's price), each with its raw message, in
     ``files_per_day`` files a day written as the recorder writes them (range-named, one
     per channel and day); the number of files."""
-    from toolkit.recording._files import write_parts
-    from toolkit.recording._rows import recording_schema
+    from toolkit.recording._layout import parquet_writer, range_name
+    from toolkit.recording._rows import partition_dir, recording_schema
 
     schema = recording_schema()
     step = max(1, (hi_ns - lo_ns) // n_ticks)
@@ -363,8 +366,16 @@ def build_recording(
             "raw": raw,
         }
         table = _table(columns, schema, len(j))
+        # the recorder's writer and file name, without its fsyncs (recording.done, written
+        # by the caller last, says the whole recording is there)
+        day = time.strftime("%Y-%m-%d", time.gmtime(int(t0 // NS_PER_DAY) * 86_400))
+        folder = partition_dir(root, "watchticker", day)
+        folder.mkdir(parents=True, exist_ok=True)
         name = f"{int(t[0]):020d}-1-{k:06d}"
-        write_parts(root, {("watchticker", int(t0 // NS_PER_DAY)): [table]}, name)
+        tmp = folder / f".part-{name}.parquet.tmp"
+        with parquet_writer(tmp, schema, "zstd") as writer:
+            writer.write_table(table, row_group_size=ROW_GROUP)
+        os.replace(tmp, folder / range_name(name, int(t[0]), int(t[-1])))
         files += 1
         k += 1
         if progress and k % 500 == 0:
