@@ -93,7 +93,7 @@ def _table(columns: dict[str, Any], schema: pa.Schema, rows: int) -> pa.Table:
         if value is None:
             arrays.append(pa.nulls(rows, field.type))
         elif isinstance(value, str):
-            arrays.append(pa.array([value] * rows, field.type) if rows else pa.nulls(0, field.type))
+            arrays.append(pa.repeat(pa.scalar(value, field.type), rows))
         else:
             array = value if isinstance(value, pa.Array | pa.ChunkedArray) else pa.array(value)
             arrays.append(array.cast(field.type))
