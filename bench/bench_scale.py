@@ -1,28 +1,47 @@
-"""Scale benchmark: the execution report on an order export and a ticker recording on disk,
-time and peak RSS, each against DuckDB doing the same work over the same files in the run.
+"""Scale benchmark: the execution report, ``store.frames`` (a window) and a recording read
+on inputs on disk, time and peak RSS, each against DuckDB doing the same work over the
+same files in the same run.
 
-    python bench/bench_scale.py [--orders 100000] [--ticks 2000000] [--data DIR] [--no-market]
-                                [--repeat 1]
+    python bench/bench_scale.py [--orders 100000] [--ticks 2000000] [--data DIR]
+        [--work report,store,recording] [--sides ours,duckdb] [--repeat 1] [--no-market]
+        [--bodies] [--files-per-day 4] [--store DIR] [--store-orders 1000000] [--build-only]
 
-The inputs (``bench/_synthetic.py`` closed market orders, 3 trades and 5 quotes each, one
-per minute; a ``watchticker`` recording of 4 pairs over their span, one file per day, and
-one two-minute gap) are built once into ``--data`` (default a temporary folder) and reused
-when present. Each measured run is a child process: its peak RSS is its ``VmHWM``.
+Inputs (built once into ``--data``, default a temporary folder, and reused when present):
 
-- ``report``: ``execution_report(export folder, recording root)`` (the export read into
-  pandas, the market joined by the report's engine where it lies), tables only;
-- ``duckdb``: DuckDB alone over the same files: cost by venue from the trades, slippage per
-  order against its best quote, arrival mid and +60 s markout by ASOF JOIN.
+- ``export/``: an order export (``OrderFrames.to_parquet``'s five files and manifest) of
+  closed orders with the distributions of ``bench/_synthetic.py`` (one a minute, 3 trades
+  and 5 quotes each, 5% limit orders), built vectorised (``bench/_scale_inputs.py``: 10M
+  orders in minutes, memory flat), or with ``--bodies`` from JSON bodies through
+  ``build_frames`` (about 7 min per million orders);
+- ``recording/``: ``--ticks`` watchticker rows of 4 pairs over the orders' span +- 10
+  minutes, ``--files-per-day`` range-named files a day as the recorder writes them, and
+  the ``_session`` rows of one two-minute gap;
+- ``store/`` (``--work store`` only): an order store as a sync leaves it (bodies and typed
+  tables, ``bench_store_frames.build``) of at most ``--store-orders`` orders (a sync-like
+  build runs about 10 min per million: a larger one is left out), or ``--store DIR``.
 
-Sizes of issue 28: ``--orders 1000000 --ticks 50000000``, ``--orders 3000000``,
-``--orders 10000000 --ticks 200000000`` (building the inputs takes minutes per million
-orders: the bodies go through ``build_frames``).
+Each measured run is a child process; its peak RSS is its ``VmHWM`` (imports included):
+
+- ``report``: ``execution_report(<export folder>, <recording root>)`` (the paths: whatever
+  the report does with them), tables only; DuckDB: cost by venue from the trades,
+  slippage per order against its best quote, arrival mid and +60 s markout by ASOF JOIN;
+- ``store``: ``store.frames(since, until)`` of one week in the middle; DuckDB: the same
+  week's five tables from the store's typed tables (``_tables``);
+- ``recording``: ``tk.scan_recording`` of a 2-hour window to a table, and ``tk.replay``
+  of the same window; DuckDB: the window (ordered, for replay) over the same files.
+
+One line per measurement: what, size, median seconds (and every run), peak RSS GiB (the
+largest of the runs), and ours / DuckDB.
+
+Sizes of issue 28: ``--orders 1000000 --ticks 8000000`` / ``50000000``, ``--orders
+3000000 --ticks 24000000``, ``--orders 10000000 --ticks 200000000``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,13 +49,18 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-CHUNK = 100_000  # orders built into frames at a time (build_frames holds each in memory)
-FRAMES = ("orders", "trades", "evaluated_tickers")
-DAY_NS = 86_400 * 1_000_000_000
+CHUNK = 100_000  # orders built into frames at a time with --bodies
+FRAMES = ("orders", "trades", "fees", "evaluated_tickers", "fills")
+HOUR_NS = 3600 * 10**9
+DAY_NS = 24 * HOUR_NS
+WEEK_MS = 7 * 86_400_000
+WORK = ("report", "store", "recording")
+SIDES = ("ours", "duckdb")
 
 
 def peak_rss_gib() -> float:
@@ -52,121 +76,122 @@ def peak_rss_gib() -> float:
 # ------------------------------------------------------------------------- inputs
 
 
-def build_export(out: Path, n: int) -> None:
-    """``n`` synthetic closed orders as the frames export's files (one Parquet per frame)."""
+def build_export_bodies(out: Path, n: int) -> None:
+    """``n`` synthetic closed orders' JSON bodies through ``build_frames`` (``CHUNK`` at a
+    time), as one export folder: the fidelity path, slow."""
     import random
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
     from _synthetic import closed_order
 
+    from toolkit._atomic import atomic_files
     from toolkit.frames._frames import build_frames
 
     rng = random.Random(0)
-    parts: dict[str, list[pa.Table]] = {name: [] for name in FRAMES}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        for lo in range(0, n, CHUNK):
-            bodies = [
-                json.dumps(closed_order(rng, i), separators=(",", ":")).encode()
-                for i in range(lo, min(n, lo + CHUNK))
-            ]
-            written = build_frames(bodies).to_parquet(Path(tmp) / str(lo))
-            for name in FRAMES:
-                parts[name].append(pq.read_table(written[name]))
-            print(f"  built {min(n, lo + CHUNK):,} orders", flush=True)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in FRAMES:
-            table = pa.concat_tables(parts[name], promote_options="permissive")
-            pq.write_table(table, out / f"{name}.parquet", compression="zstd")
+    writers: dict[str, pq.ParquetWriter] = {}
+    with (
+        tempfile.TemporaryDirectory(dir=out.parent) as tmp,
+        atomic_files(out, [f"{name}.parquet" for name in FRAMES]) as files,
+    ):
+        try:
+            for lo in range(0, n, CHUNK):
+                bodies = [
+                    json.dumps(closed_order(rng, i), separators=(",", ":")).encode()
+                    for i in range(lo, min(n, lo + CHUNK))
+                ]
+                written = build_frames(bodies).to_parquet(Path(tmp) / str(lo))
+                for name in FRAMES:
+                    table = pq.read_table(written[name])
+                    if name not in writers:  # the first chunk's schema, its metadata too
+                        path = files.path(f"{name}.parquet")
+                        writers[name] = pq.ParquetWriter(path, table.schema, compression="zstd")
+                    writers[name].write_table(table)
+                shutil.rmtree(Path(tmp) / str(lo))
+                print(f"  built {min(n, lo + CHUNK):,} orders", flush=True)
+        finally:
+            for writer in writers.values():
+                writer.close()
 
 
-def build_recording(root: Path, export: Path, n_ticks: int) -> None:
-    """``n_ticks`` watchticker rows (4 pairs, evenly over the orders' span +- 10 minutes),
-    one file per day, and the ``_session`` rows of one two-minute gap."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from _synthetic import SYMBOLS
+def inputs(args: argparse.Namespace, data: Path) -> tuple[Path, Path | None]:
+    """The export and the recording root in ``data``, built when absent."""
+    import _scale_inputs as scale
 
-    from toolkit.recording._rows import partition_dir, recording_schema
-
-    created = pq.read_table(export / "orders.parquet", columns=["createdAt"]).column(0)
-    lo = int(pa.compute.min(created).cast(pa.int64()).as_py()) * 1_000_000 - 600 * 10**9
-    hi = int(pa.compute.max(created).cast(pa.int64()).as_py()) * 1_000_000 + 600 * 10**9
-    schema = recording_schema()
-    per_pair = max(2, n_ticks // len(SYMBOLS))
-    step = (hi - lo) // per_pair
-    rng = np.random.default_rng(0)
-    walks = {
-        s: p * np.exp(np.cumsum(rng.normal(0, 2e-5, per_pair)).astype("float64"))
-        for s, p in SYMBOLS.items()
-    }
-    seq = 0
-    for day in range(lo // DAY_NS, hi // DAY_NS + 1):
-        first = max(0, -(-(day * DAY_NS - lo) // step))
-        last = min(per_pair, -(-((day + 1) * DAY_NS - lo) // step))
-        if last <= first:
-            continue
-        k = np.arange(first, last)
-        t = lo + k * step
-        cols: dict[str, list[pa.Array]] = {name: [] for name in schema.names}
-        for symbol, walk in walks.items():
-            m = walk[k]
-            cols["received_at"].append(pa.array(t + 40_000_000, pa.timestamp("ns", tz="UTC")))
-            cols["updated_at"].append(pa.array(t // 1_000_000, pa.timestamp("ms", tz="UTC")))
-            cols["symbol"].append(pa.array(np.full(len(k), symbol, dtype=object), pa.string()))
-            cols["bid"].append(pa.array(m * (1 - 1e-4)))
-            cols["ask"].append(pa.array(m * (1 + 1e-4)))
-            cols["last"].append(pa.array(m))
-            cols["seq"].append(pa.array(seq + np.arange(len(k)), pa.int64()))
-            seq += len(k)
-        size = sum(len(a) for a in cols["bid"])
-        arrays = {
-            name: (
-                pa.concat_arrays(cols[name])
-                if cols[name]
-                else pa.nulls(size, schema.field(name).type)
-            )
-            for name in schema.names
-        }
-        arrays["connection_id"] = pa.array(np.full(size, "c1", dtype=object), pa.string())
-        arrays["channel"] = pa.array(np.full(size, "watchticker", dtype=object), pa.string())
-        date = time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
-        d = partition_dir(root, "watchticker", date)
-        d.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table(arrays, schema=schema), d / "part-0.parquet")
-    _write_gap(root, (lo + hi) // 2)
-
-
-def _write_gap(root: Path, at_ns: int) -> None:
-    from toolkit.recording._rows import session_row
-    from toolkit.recording._writer import RecordingWriter
-
-    end = at_ns + 120 * 10**9
-    with RecordingWriter(root) as writer:
-        writer.add(session_row("disconnected", received_at_ns=at_ns, connection_id="c1"))
-        writer.add(session_row("connected", received_at_ns=end, connection_id="c2"))
-        writer.add(
-            session_row(
-                "gap", received_at_ns=end, connection_id="c2", gap_start_ns=at_ns, gap_end_ns=end
-            )
+    export, root = data / "export", data / "recording"
+    data.mkdir(parents=True, exist_ok=True)
+    if not (export / "_manifest.json").is_file():
+        if args.bodies:
+            build = lambda: build_export_bodies(export, args.orders)  # noqa: E731
+        else:
+            build = lambda: scale.build_export(export, args.orders, progress=print)  # noqa: E731
+        scale.timed(f"export of {args.orders:,} orders built", build)
+    if args.no_market:
+        return export, None
+    done = data / "recording.done"  # an interrupted build is started again
+    if not done.is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        lo, hi = scale.orders_span_ns(export)
+        files, _ = scale.timed(
+            f"recording of {args.ticks:,} ticker rows built",
+            lambda: scale.build_recording(
+                root, lo, hi, args.ticks, files_per_day=args.files_per_day, progress=print
+            ),
         )
+        done.write_text(json.dumps({"ticks": args.ticks, "files": files}))
+    return export, root
+
+
+def store_of(args: argparse.Namespace, data: Path) -> Path | None:
+    """The store measured: ``--store``, or ``data/store`` (built when absent), or None
+    when the orders are more than ``--store-orders``."""
+    if args.store is not None:
+        return Path(args.store)
+    store = data / "store"
+    if (data / "store.done").is_file():
+        return store
+    if args.orders > args.store_orders:
+        return None
+    import _scale_inputs as scale
+    from bench_store_frames import build
+
+    shutil.rmtree(store, ignore_errors=True)
+    scale.timed(f"store of {args.orders:,} orders built", lambda: build(str(store), args.orders))
+    (data / "store.done").write_text(str(args.orders))
+    return store
+
+
+def store_orders(store: Path) -> int:
+    import pyarrow.dataset as ds
+
+    return int(ds.dataset(store / "_tables" / "orders", format="parquet").count_rows())
+
+
+def window_ms(store: Path) -> tuple[int, int]:
+    """One week from the middle order of the store (one order a minute from T0)."""
+    from _synthetic import T0_MS
+
+    since = T0_MS + (store_orders(store) // 2) * 60_000
+    return since, since + WEEK_MS
+
+
+def window_ns(root: Path) -> tuple[int, int]:
+    """2 hours from the hour in the middle of the recording (the orders' span)."""
+    import _scale_inputs as scale
+
+    lo, hi = scale.orders_span_ns(root.parent / "export")
+    start = (lo + hi) // 2 // HOUR_NS * HOUR_NS
+    return start, start + 2 * HOUR_NS
 
 
 # --------------------------------------------------------------------- measured runs
 
 
-def run_report(export: Path, root: Path | None) -> dict[str, object]:
-    from toolkit.cli._report import load_frames
+def report_ours(export: Path, root: Path | None) -> dict[str, object]:
     from toolkit.report import execution_report
 
-    t = time.perf_counter()
-    report = execution_report(load_frames(export), root)
-    seconds = time.perf_counter() - t
+    report = execution_report(export, root)
     po = report["per_order"]
     return {
-        "seconds": seconds,
         "orders": len(po),
         "with_arrival": int(po["arrival_mid"].notna().sum()),
         "with_markout_60s": int(po["markout_60s_bp"].notna().sum()),
@@ -212,10 +237,9 @@ GROUP BY venue
 """
 
 
-def run_duckdb(export: Path, root: Path | None) -> dict[str, object]:
+def report_duckdb(export: Path, root: Path | None) -> dict[str, object]:
     from toolkit.report._engine import connection
 
-    t = time.perf_counter()
     with connection() as con:
         venues = con.execute(VENUE_COST.format(export=export)).fetchall()
         if root is None:
@@ -224,28 +248,116 @@ def run_duckdb(export: Path, root: Path | None) -> dict[str, object]:
             )
         else:
             work = DUCKDB_WORK
-        got = con.execute(f"SELECT count(*) FROM ({work.format(export=export, root=root)})")
-        rows = got.fetchone()
-    return {"seconds": time.perf_counter() - t, "orders": rows[0] if rows else 0} | {
-        "venues": len(venues)
-    }
+        got = con.execute(
+            f"SELECT count(*), count(arrival_mid), count(mid_60) FROM "
+            f"({work.format(export=export, root=root)})"
+            if root is not None
+            else f"SELECT count(*) FROM ({work.format(export=export)})"
+        ).fetchone()
+    assert got is not None
+    out: dict[str, object] = {"orders": got[0], "venues": len(venues)}
+    if root is not None:
+        out |= {"with_arrival": got[1], "with_markout_60s": got[2]}
+    return out
 
 
-def child(kind: str, export: Path, root: Path | None) -> int:
-    out = (run_report if kind == "report" else run_duckdb)(export, root)
-    print(json.dumps(out | {"peak_rss_gib": peak_rss_gib()}))
+def store_ours(store: Path) -> dict[str, object]:
+    from toolkit.store import OrderStore
+
+    since, until = window_ms(store)
+    frames = OrderStore(store).frames(since=since, until=until)
+    return {name: len(getattr(frames, name)) for name in FRAMES}
+
+
+def store_duckdb(store: Path) -> dict[str, object]:
+    import duckdb
+
+    from toolkit.store._files import month_of
+
+    since, until = window_ms(store)
+    months = f"month BETWEEN '{month_of(since)}' AND '{month_of(until)}'"
+
+    def table(name: str) -> str:
+        return f"read_parquet('{store}/_tables/{name}/*/*.parquet', hive_partitioning = true)"
+
+    con = duckdb.connect()
+    con.execute(
+        f"CREATE TEMP TABLE o AS SELECT * EXCLUDE (month) FROM {table('orders')} WHERE {months}"
+        f" AND epoch_ms(createdAt) >= {since} AND epoch_ms(createdAt) < {until}"
+    )
+    out: dict[str, object] = {"orders": con.sql("SELECT * FROM o").to_arrow_table().num_rows}
+    for name in FRAMES[1:]:
+        rel = con.sql(
+            f"SELECT * EXCLUDE (month) FROM {table(name)} WHERE {months}"
+            " AND orderId IN (SELECT id FROM o)"
+        )
+        out[name] = rel.to_arrow_table().num_rows
+    return out
+
+
+def recording_ours(root: Path, replay: bool) -> dict[str, object]:
+    import toolkit as tk
+
+    start, end = window_ns(root)
+    if replay:
+        return {
+            "rows": sum(1 for _ in tk.replay(root, channels="watchticker", start=start, end=end))
+        }
+    lazy = tk.scan_recording(root, "watchticker", start=start, end=end)
+    return {"rows": lazy.to_table().num_rows}
+
+
+def recording_duckdb(root: Path, replay: bool) -> dict[str, object]:
+    import duckdb
+
+    start, end = window_ns(root)
+    glob = f"{root}/channel=watchticker/date=*/*.parquet"
+    query = (
+        f"SELECT * FROM read_parquet('{glob}', hive_partitioning = true)"
+        f" WHERE received_at >= make_timestamp({start // 1000})"
+        f" AND received_at < make_timestamp({end // 1000})"
+    )
+    if replay:
+        query += " ORDER BY received_at, connection_id, seq"
+    return {"rows": duckdb.sql(query).to_arrow_table().num_rows}
+
+
+def child(op: str, data: Path, store: Path | None, market: bool) -> int:
+    export, root = data / "export", (data / "recording" if market else None)
+    began = time.perf_counter()
+    work, side = op.split(":")
+    if work == "report":
+        out = (report_ours if side == "ours" else report_duckdb)(export, root)
+    elif work == "store":
+        assert store is not None
+        out = (store_ours if side == "ours" else store_duckdb)(store)
+    else:
+        assert root is not None
+        out = (recording_ours if side == "ours" else recording_duckdb)(root, work == "replay")
+    seconds = time.perf_counter() - began
+    print(json.dumps(out | {"seconds": seconds, "peak_rss_gib": peak_rss_gib()}))
     return 0
 
 
-def measure(kind: str, export: Path, root: Path | None) -> dict[str, object]:
-    argv = [sys.executable, __file__, "--child", kind, "--data", str(export.parent)]
-    if root is None:
+def measure(op: str, data: Path, store: Path | None, market: bool) -> dict[str, Any]:
+    argv = [sys.executable, __file__, "--child", op, "--data", str(data)]
+    if store is not None:
+        argv += ["--store", str(store)]
+    if not market:
         argv.append("--no-market")
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"{kind} run failed:\n{done.stderr[-3000:]}")
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{op} run failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _names(text: str, allowed: Sequence[str], what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    wrong = [n for n in names if n not in allowed]
+    if wrong or not names:
+        raise SystemExit(f"{what}: {', '.join(wrong) or 'none'} (choose from {', '.join(allowed)})")
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -253,36 +365,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--orders", type=int, default=100_000)
     p.add_argument("--ticks", type=int, default=2_000_000, help="watchticker rows")
     p.add_argument("--data", type=Path, default=None, help="build (or reuse) the inputs here")
+    p.add_argument("--work", default=",".join(WORK), help="report, store, recording")
+    p.add_argument("--sides", default=",".join(SIDES), help="ours, duckdb")
     p.add_argument("--no-market", action="store_true", help="the report without a recording")
     p.add_argument("--repeat", type=int, default=1, help="runs of each (the median counts)")
-    p.add_argument("--child", choices=["report", "duckdb"], help=argparse.SUPPRESS)
+    p.add_argument("--bodies", action="store_true", help="build the export from JSON bodies")
+    p.add_argument("--files-per-day", type=int, default=4, help="recording files a day")
+    p.add_argument("--store", type=Path, default=None, help="an order store to measure")
+    p.add_argument("--store-orders", type=int, default=1_000_000, help="largest store built")
+    p.add_argument("--build-only", action="store_true", help="build the inputs, measure none")
+    p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        export, root = args.data / "export", args.data / "recording"
-        return child(args.child, export, None if args.no_market else root)
+        return child(args.child, args.data, args.store, not args.no_market)
+    work = _names(args.work, WORK, "--work")
+    sides = _names(args.sides, SIDES, "--sides")
 
     with tempfile.TemporaryDirectory() as tmp:
-        data = args.data or Path(tmp)
-        data = data / f"o{args.orders}-t{args.ticks}" if args.data is None else data
-        export, root = data / "export", data / "recording"
-        t = time.perf_counter()
-        if not (export / "orders.parquet").is_file():
-            build_export(export, args.orders)
-        if not args.no_market and not root.is_dir():
-            build_recording(root, export, args.ticks)
-        print(f"inputs in {data} (built or found in {time.perf_counter() - t:.0f} s, not counted)")
-        market = None if args.no_market else root
-        for kind in ("report", "duckdb"):
-            runs = [measure(kind, export, market) for _ in range(max(1, args.repeat))]
-            seconds = sorted(float(str(r["seconds"])) for r in runs)
-            rss = max(float(str(r["peak_rss_gib"])) for r in runs)
-            print(
-                f"{kind:7s} {args.orders:>10,} orders, "
-                f"{0 if args.no_market else args.ticks:>12,} ticks: "
-                f"{statistics.median(seconds):7.1f} s (median of {len(runs)}: "
-                + ", ".join(f"{x:.1f}" for x in seconds)
-                + f"), peak RSS {rss:5.2f} GiB  {runs[-1]}"
-            )
+        data = args.data or Path(tmp) / f"o{args.orders}-t{args.ticks}"
+        began = time.perf_counter()
+        _, root = inputs(args, data)
+        store = store_of(args, data) if "store" in work else None
+        print(f"inputs in {data} (built or found in {time.perf_counter() - began:.0f} s)")
+        if args.build_only:
+            return 0
+        ops: list[tuple[str, str]] = []
+        if "report" in work:
+            ticks = 0 if root is None else args.ticks
+            ops.append(("report", f"{args.orders:,} orders, {ticks:,} ticks"))
+        if "store" in work:
+            if store is None:
+                print(f"store: none of {args.orders:,} orders (over --store-orders); left out")
+            else:
+                ops.append(("store", f"1 week of {store_orders(store):,} orders"))
+        if "recording" in work and root is not None:
+            ops.append(("recording", f"2 h of {args.ticks:,} ticks"))
+            ops.append(("replay", f"2 h of {args.ticks:,} ticks"))
+        for what, size in ops:
+            medians: dict[str, float] = {}
+            for side in sides:
+                runs = [
+                    measure(f"{what}:{side}", data, store, root is not None)
+                    for _ in range(max(1, args.repeat))
+                ]
+                seconds = sorted(float(r["seconds"]) for r in runs)
+                medians[side] = statistics.median(seconds)
+                rss = max(float(r["peak_rss_gib"]) for r in runs)
+                ratio = (
+                    f"  {medians['ours'] / medians['duckdb']:5.1f}x DuckDB"
+                    if side == "duckdb" and "ours" in medians
+                    else ""
+                )
+                said = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_gib")}
+                print(
+                    f"{what:9s} {side:6s} {size:>34s}: {medians[side]:7.1f} s (median of "
+                    f"{len(runs)}: {', '.join(f'{x:.1f}' for x in seconds)}), "
+                    f"peak RSS {rss:5.2f} GiB{ratio}  {said}",
+                    flush=True,
+                )
     return 0
 
 
