@@ -35,8 +35,11 @@ from toolkit.recording._conversion import convert_segment
 from toolkit.recording._writer import ClosedSegment, RecordingWriter
 
 _log = logging.getLogger("toolkit.recording")
-#: the converter's niceness (the lowest priority): conversions take the idle time of the
-#: machine, and under a burst they wait, on disk, bounded by ``max_backlog_bytes``
+#: the converter's niceness once it is ready (the lowest priority): conversions take the
+#: idle time of the machine, and under a burst they wait, on disk, bounded by
+#: ``max_backlog_bytes``. Its start-up (imports, one-off) runs at the recorder's own
+#: priority: at the lowest, it took 20-95 s on a machine with both cores busy, while the
+#: segments closed meanwhile waited.
 NICENESS = 19
 
 
@@ -56,8 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     config = json.loads(args[0])
     _die_with_parent(int(config["parent"]))
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
     root = Path(config["root"])
     compression = str(config["compression"])
     profile = ServiceProfile.from_dict(config["profile"], source="recorder")
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     collect = _Collect(warnings)
     _log.addHandler(collect)
     _log.propagate = False  # said in the replies, logged by the recorder
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)  # after the imports: the conversions only take the idle time
     out = sys.stdout
     out.write("ready\n")  # imports done: nothing of the start-up competes with a recording
     out.flush()
