@@ -25,9 +25,11 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-# every test but the live ones, which `live-under-load` runs (`make test` runs both)
+# every test but the live ones, which `live-under-load` runs (`make test` runs both), on
+# WORKERS pytest-xdist processes (auto: one per core; WORKERS=0 runs them in this process)
+WORKERS ?= auto
 unit: install
-	$(VENV)/bin/pytest -q -m "not live"
+	$(VENV)/bin/pytest -q -m "not live" -n $(WORKERS)
 
 # field conditions: the live tests (marker `live`: streams, recorder, views, notebooks
 # 02-05, real browsers; tests/conftest.py LIVE) with LOAD CPU-bound processes (one per
@@ -40,10 +42,10 @@ live-under-load: install
 # profiles/<name>.toml, `toolkit doctor --write-profile` learns it from scratch with only
 # the connection variables, and the network tests (marker `network`) run with the profile
 # it wrote on the client side and no hand edit (tools/stranger_ci.py; results in
-# out/<name>-doctor.*). `make stranger PROFILE=alt` runs one.
+# out/<name>-doctor.*; WORKERS pytest-xdist processes). `make stranger PROFILE=alt` runs one.
 PROFILE ?= stranger alt
 stranger: install
-	@for p in $(PROFILE); do $(PY) tools/stranger_ci.py --profile $$p || exit 1; done
+	@for p in $(PROFILE); do $(PY) tools/stranger_ci.py --profile $$p -- -n $(WORKERS) || exit 1; done
 
 # the documentation site into out/site (offline; a warning is an error). It renders the
 # notebooks executed by `unit` and `live-under-load` (out/notebooks/) and runs any that
