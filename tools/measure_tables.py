@@ -11,8 +11,9 @@ in a child process, whose peak RSS (``VmHWM``) is read when it ends::
         [--no-checks]
 
 Prints one line per round and the median of each size (wall and CPU seconds, GiB). The
-measured parts carry the base set's data checks tiled (the report's ``data_checks``
-table has as many rows, held in memory by the interface). The tiles repeat
+measured parts carry the base set's data checks tiled, one file on disk as the parts keep
+them (the report's ``data_checks`` table has as many rows; the page reads the first rows
+of each check and their counts). The tiles repeat
 the same orders (same times, prices and costs), so the tables' groups are those of the
 base set; the worst orders are copies of its worst ones.
 """
@@ -173,7 +174,7 @@ def main() -> None:
         "--no-checks",
         action="store_true",
         help="parts without data checks (a set whose orders agree with their trades): "
-        "the tables' own memory, without the checks the interface holds in memory",
+        "the tables alone, without the checks kept on disk beside the parts",
     )
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()

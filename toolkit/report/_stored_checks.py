@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,47 +59,51 @@ class StoredChecks:
 
     def counts(self) -> dict[str, int]:
         """Check -> rows, reading the ``check`` column alone (dictionary-encoded)."""
-        import pyarrow.parquet as pq
-
-        out: dict[str, int] = {}
-        for f in self.files:
-            col = pq.read_table(f, columns=["check"], read_dictionary=["check"]).column(0)
-            for chunk in col.chunks:
-                codes = np.asarray(chunk.indices.fill_null(-1))
-                names = chunk.dictionary.to_pylist()
-                for code, n in zip(*np.unique(codes[codes >= 0], return_counts=True), strict=True):
-                    out[names[code]] = out.get(names[code], 0) + int(n)
-        return out
+        return self.page(0)[1]
 
     def heads(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows of each check, in ``data_checks``' order, reading only
         the row groups that hold them."""
+        return self.page(n)[0]
+
+    def page(self, n: int) -> tuple[pd.DataFrame, dict[str, int]]:
+        """:meth:`heads` and :meth:`counts` in one reading: the ``check`` column of each
+        file as numbers into its few names (never a text per row), then the row groups
+        holding the rows shown."""
         import pyarrow.parquet as pq
 
-        taken: dict[str, int] = {}
+        counts: dict[str, int] = {}
         frames = []
         for f in self.files:
-            pf = pq.ParquetFile(f)
-            col = pq.read_table(f, columns=["check"]).column(0).to_numpy(zero_copy_only=False)
+            col = pq.read_table(f, columns=["check"], read_dictionary=["check"]).column(0)
             keep = np.zeros(len(col), dtype=bool)
-            for name in pd.unique(col):
-                need = n - taken.get(name, 0)
-                if need > 0:
-                    at = np.flatnonzero(col == name)[:need]
-                    keep[at] = True
-                    taken[name] = taken.get(name, 0) + len(at)
-            if not keep.any():
-                continue
-            last = int(np.flatnonzero(keep)[-1])
-            groups, start = [], 0
-            for g in range(pf.num_row_groups):
-                if start > last:
-                    break
-                groups.append(g)
-                start += pf.metadata.row_group(g).num_rows
-            rows = pf.read_row_groups(groups).to_pandas()
-            frames.append(rows[keep[: len(rows)]])
-        return conform_checks(frames)
+            offset = 0
+            for chunk in col.chunks:
+                codes = np.asarray(chunk.indices.fill_null(-1))
+                names = chunk.dictionary.to_pylist()
+                for code in pd.unique(codes[codes >= 0]):
+                    at = np.flatnonzero(codes == code)
+                    name = names[code]
+                    need = n - min(n, counts.get(name, 0))
+                    keep[offset + at[:need]] = True
+                    counts[name] = counts.get(name, 0) + len(at)
+                offset += len(chunk)
+            if keep.any():
+                frames.append(_rows_at(pq.ParquetFile(f), keep))
+        return conform_checks(frames), counts
+
+
+def _rows_at(pf: Any, keep: np.ndarray) -> pd.DataFrame:
+    """The rows of ``pf`` where ``keep``, reading only the row groups up to the last."""
+    last = int(np.flatnonzero(keep)[-1])
+    groups, start = [], 0
+    for g in range(pf.num_row_groups):
+        if start > last:
+            break
+        groups.append(g)
+        start += pf.metadata.row_group(g).num_rows
+    rows = pf.read_row_groups(groups).to_pandas()
+    return rows[keep[: len(rows)]]
 
 
 def store_checks(
@@ -191,6 +196,10 @@ class DataChecks:
 
     stored: StoredChecks
     outliers: pd.DataFrame = field(default_factory=lambda: empty(CHECK_COLUMNS))
+    # the page's few rows and the counts, read once (the page, repr and notes share them)
+    _pages: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def frame(self) -> pd.DataFrame:
         """Every row (read from disk each time)."""
@@ -206,18 +215,26 @@ class DataChecks:
 
     def counts(self) -> pd.DataFrame:
         """Rows per check (``check``, ``rows``), in the order checks first appear."""
-        got = self.stored.counts()
-        for name, n in self.outliers["check"].astype(str).value_counts(sort=False).items():
-            got[str(name)] = got.get(str(name), 0) + int(n)
-        return pd.DataFrame(
-            {"check": pd.Series(list(got), dtype="str"), "rows": list(got.values())}
-        ).astype({"rows": "int64"})
+        # the same counts come with any page already read
+        return next(iter(self._pages.values()))[1] if self._pages else self._page(0)[1]
 
     def heads(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows of each check, in order."""
-        stored = self.stored.heads(n)
-        extra = self.outliers.groupby("check", sort=False).head(n)
-        return conform_checks([f for f in (stored, extra) if len(f)])
+        return self._page(n)[0]
+
+    def _page(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        if n not in self._pages:
+            stored, got = self.stored.page(n)
+            outliers = self.outliers["check"].astype(str)
+            for name, k in outliers.value_counts(sort=False).items():
+                got[str(name)] = got.get(str(name), 0) + int(k)
+            counts = pd.DataFrame(
+                {"check": pd.Series(list(got), dtype="str"), "rows": list(got.values())}
+            ).astype({"rows": "int64"})
+            extra = self.outliers.groupby("check", sort=False).head(n)
+            heads = conform_checks([f for f in (stored, extra) if len(f)])
+            self._pages[n] = (heads, counts)
+        return self._pages[n]
 
     def write(self, path: Path) -> None:
         """The table as Parquet at ``path`` (streamed)."""
