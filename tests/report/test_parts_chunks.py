@@ -15,7 +15,7 @@ from _report_frames import T0_MS, closed_order, make_frames
 from test_parts import assert_same, whole_set
 
 from toolkit.errors import InvalidRequest
-from toolkit.report import _engine, _market_join
+from toolkit.report import _engine, _market_join, _memory
 from toolkit.report._breakdowns import contingencies
 from toolkit.report._checks import TRADE_CHECKS, conform_checks, set_checks
 from toolkit.report._definitions import MARKOUT_HORIZONS_S
@@ -228,7 +228,7 @@ def test_contingencies_of_chunks_are_those_of_the_set() -> None:
     pd.testing.assert_frame_equal(got_reasons, want_reasons)
 
 
-def test_the_pass_holds_its_chunks_under_half_the_engine_memory(
+def test_the_pass_holds_its_chunks_under_half_the_engine_memory_and_frees_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # each chunk's joins open a connection of their own beside the pass's: the pass gets
@@ -242,10 +242,13 @@ def test_the_pass_holds_its_chunks_under_half_the_engine_memory(
 
     monkeypatch.setattr(_engine, "connection", spy)
     monkeypatch.setenv(_engine.MEMORY_ENV, "600MB")
+    released: list[int] = []
+    monkeypatch.setattr(_memory, "release_memory", lambda: released.append(1))
     orders = [closed_order(c, "buy", 100.1) for c in "abc"]
     folder = export(make_frames(orders), tmp_path / "export")
     order_parts(folder, chunk_orders=2).close()
     assert opened and opened[0] == "300MB"
+    assert len(released) == 2  # after each chunk, what it freed goes back to the system
     assert [half_limit(x) for x in ("2GB", "1.5GiB", "80%", "lots")] == [
         "1000MB",
         "805MB",

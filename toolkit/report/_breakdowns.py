@@ -95,21 +95,22 @@ def _summary_rows(
 ) -> list[tuple[str, float, int]]:
     a = aggregate(po)
     row = a.iloc[0] if len(a) else pd.Series(dtype="float64")
-    ex = po[po["executed"]]
-    tte = ex["tte_s"].dropna()
+    # the executed orders as a mask: never a copy of every column of them
+    executed = po["executed"].to_numpy(dtype=bool)
+    tte = po["tte_s"][executed].dropna()
     maker = maker_share(None, po, makers, order_type=order_type)
     maker_all = maker[maker["venue"] == "(all)"]
 
     def n(col: str) -> int:
-        return int(ex[col].notna().sum())
+        return int((po[col].notna().to_numpy() & executed).sum())
 
     def get(name: str) -> float:
         return float(row[name]) if name in row.index else np.nan
 
     return [
         ("orders", float(len(po)), len(po)),
-        ("executed orders", float(len(ex)), len(ex)),
-        ("executed notional", get("notional") if len(ex) else np.nan, len(ex)),
+        ("executed orders", float(executed.sum()), int(executed.sum())),
+        ("executed notional", get("notional") if executed.any() else np.nan, int(executed.sum())),
         ("routing gap", get("routing_gap_bp"), n("routing_gap_bp")),
         ("quote slippage", get("quote_slippage_bp"), n("quote_slippage_bp")),
         (

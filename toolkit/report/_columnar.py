@@ -41,6 +41,7 @@ from toolkit.report._fills import (
 from toolkit.report._latency import time_to_execution
 from toolkit.report._limits import fill_probability, limit_summary
 from toolkit.report._market import markouts
+from toolkit.report._memory import release_memory
 from toolkit.report._parts import OrderParts
 from toolkit.report._robust import WORST_N, Period, comparison, headline, robust, worst_orders
 from toolkit.report._routing import quote_age
@@ -417,18 +418,6 @@ def worst_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
     top = np.sort(chosen.nlargest(WORST_N, "total_cost_amount").index.to_numpy())
     del key, chosen
     return worst_orders(read_rows(paths, top, TABLE_COLUMNS["worst_orders"]))
-
-
-def release_memory() -> None:
-    """Give the memory freed by a table back to the system: Arrow's pool and glibc keep
-    freed blocks otherwise, and the process would grow by the largest table each time."""
-    pa.default_memory_pool().release_unused()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
 
 
 def tables_from_parts(

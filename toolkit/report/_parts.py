@@ -373,6 +373,7 @@ def _out_of_core(
 ) -> OrderParts:
     from toolkit.report._engine import connection, memory_limit
     from toolkit.report._market_join import RecordingMarket, tick_layout
+    from toolkit.report._memory import release_memory
     from toolkit.report._partition import drop_chunk, partition, read_chunk
     from toolkit.report._per_order import Deduplicated
     from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable
@@ -401,6 +402,8 @@ def _out_of_core(
             drop_chunk(con, part, i)
             d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
             _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
+            del d, trades, et, orders
+            release_memory()  # what the chunk freed, before the next one grows
     return _finish(
         out,
         path,
