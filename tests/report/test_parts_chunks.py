@@ -20,7 +20,8 @@ from toolkit.report._breakdowns import contingencies
 from toolkit.report._checks import TRADE_CHECKS, conform_checks, set_checks
 from toolkit.report._definitions import MARKOUT_HORIZONS_S
 from toolkit.report._inputs import export_frames
-from toolkit.report._parts import _contingencies, _Merge, half_limit, order_parts
+from toolkit.report._memory import half_limit
+from toolkit.report._parts import _contingencies, _Merge, order_parts
 from toolkit.report._stored_checks import store_checks
 
 DAY_MS = 86_400_000

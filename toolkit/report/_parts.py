@@ -5,7 +5,6 @@ order store), each chunk through the same per-order code, with the market of its
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -349,21 +348,6 @@ def order_parts(
         return _out_of_core(found, chosen, max_quote_age, chunk_orders, path)
 
 
-#: bytes per unit of a DuckDB memory limit
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-
-
-def half_limit(limit: str) -> str | None:
-    """Half of a DuckDB memory limit (``"2GB"`` -> ``"1000MB"``); None for a limit of
-    another form (a share, ``"80%"``, or one DuckDB will refuse, named by it)."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", limit)
-    unit = m.group(2).upper() if m else None
-    if m is None or unit not in _UNITS:
-        return None
-    return f"{max(1, int(float(m.group(1)) * _UNITS[unit] / 2 / 10**6))}MB"
-
-
 def _out_of_core(
     found: Any,
     market: MarketLike | None,
@@ -373,7 +357,7 @@ def _out_of_core(
 ) -> OrderParts:
     from toolkit.report._engine import connection, memory_limit
     from toolkit.report._market_join import RecordingMarket, tick_layout
-    from toolkit.report._memory import release_memory
+    from toolkit.report._memory import half_limit, release_memory
     from toolkit.report._partition import drop_chunk, partition, read_chunk
     from toolkit.report._per_order import Deduplicated
     from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable

@@ -138,10 +138,13 @@ def store_checks(
 def _sorted_by_id(parts: Sequence[Path], path: Path) -> Path:
     """The rows of ``parts`` (in order) sorted by orderId, stable, as one file."""
     from toolkit._atomic import atomic_write
-    from toolkit.report._engine import connection
+    from toolkit.report._engine import connection, memory_limit
+    from toolkit.report._memory import half_limit, release_memory
 
+    release_memory()  # the chunks' leftovers, before the engine takes its share
     listed = ", ".join("'" + os.fspath(p).replace("'", "''") + "'" for p in parts)
-    with connection() as con:
+    # half the engine's limit, as the pass: the sort spills to disk beyond it
+    with connection(half_limit(memory_limit())) as con:
         # the files' position breaks ties: the order a stable sort of their rows keeps
         con.execute(
             f"CREATE TEMP VIEW rows AS SELECT * EXCLUDE (filename, file_row_number), "
