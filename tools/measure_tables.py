@@ -11,8 +11,9 @@ in a child process, whose peak RSS (``VmHWM``) is read when it ends::
         [--no-checks]
 
 Prints one line per round and the median of each size (wall and CPU seconds, GiB). The
-measured parts carry the base set's data checks tiled (the report's ``data_checks``
-table has as many rows, held in memory by the interface). The tiles repeat
+measured parts carry the base set's data checks tiled, one file on disk as the parts keep
+them (the report's ``data_checks`` table has as many rows; the page reads the first rows
+of each check and their counts). The tiles repeat
 the same orders (same times, prices and costs), so the tables' groups are those of the
 base set; the worst orders are copies of its worst ones.
 """
@@ -56,7 +57,7 @@ def _base(export: Path, recording: Path, work: Path) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         parts = split_parts(frames_source(export), market_source(recording), folder=base)
-    parts.checks.to_parquet(base / "checks.parquet", index=False)
+    parts.checks.read().to_parquet(base / "checks.parquet", index=False)
     parts.contingencies.to_parquet(base / "contingencies.parquet", index=False)
     parts.contingency_reasons.to_parquet(base / "contingency_reasons.parquet", index=False)
     (base / "warnings.json").write_text(json.dumps(parts.warnings))
@@ -124,13 +125,15 @@ def _child(folder: Path, checks: bool) -> None:
     from toolkit.report._api import ExecutionReport
     from toolkit.report._columnar import quotes_from_parts, tables_from_parts
     from toolkit.report._parts import OrderParts
+    from toolkit.report._stored_checks import StoredChecks
 
     t0 = time.perf_counter()
     parts = OrderParts(
         per_order=sorted(folder.glob("per_order-*.parquet")),
         makers=sorted(folder.glob("makers-*.parquet")),
         quotes=sorted(folder.glob("quotes-*.parquet")),
-        checks=pd.read_parquet(folder / "checks.parquet").iloc[: None if checks else 0],
+        # the checks stay on disk, as order_parts keeps them
+        checks=StoredChecks((folder / "checks.parquet",) if checks else ()),
         contingencies=pd.read_parquet(folder / "contingencies.parquet"),
         contingency_reasons=pd.read_parquet(folder / "contingency_reasons.parquet"),
         warnings=json.loads((folder / "warnings.json").read_text()),
@@ -171,7 +174,7 @@ def main() -> None:
         "--no-checks",
         action="store_true",
         help="parts without data checks (a set whose orders agree with their trades): "
-        "the tables' own memory, without the checks the interface holds in memory",
+        "the tables alone, without the checks kept on disk beside the parts",
     )
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -19,6 +19,7 @@ from toolkit.report._fills import maker_by_order
 from toolkit.report._parts import OrderParts
 from toolkit.report._per_order import deduplicate, per_order
 from toolkit.report._quotes import canonical_quotes, quote_problems
+from toolkit.report._stored_checks import StoredChecks
 
 
 def _split(df: pd.DataFrame, n: int, folder: Path, stem: str) -> list[Path]:
@@ -28,6 +29,15 @@ def _split(df: pd.DataFrame, n: int, folder: Path, stem: str) -> list[Path]:
         df.iloc[rows].to_parquet(path, index=False)
         out.append(path)
     return out
+
+
+def _stored(checks: pd.DataFrame, folder: Path) -> StoredChecks:
+    """The checks on disk, as the parts keep them: one file, or none when there is none."""
+    if not len(checks):
+        return StoredChecks()
+    path = folder / "checks.parquet"
+    checks.reset_index(drop=True).to_parquet(path, index=False)
+    return StoredChecks((path,))
 
 
 def split_parts(
@@ -63,7 +73,7 @@ def split_parts(
         per_order=_split(po, parts, where, "per_order"),
         makers=_split(makers, parts, where, "makers"),
         quotes=quote_parts,
-        checks=checks.iloc[: len(checks) - outliers].reset_index(drop=True),
+        checks=_stored(checks.iloc[: len(checks) - outliers], where),
         contingencies=cont,
         contingency_reasons=reasons,
         warnings=messages,

@@ -61,7 +61,7 @@ def assert_same(parts: OrderParts, want: dict[str, Any]) -> None:
             got.sort_values("orderId", ignore_index=True),
             want["makers"].sort_values("orderId", ignore_index=True),
         )
-    pd.testing.assert_frame_equal(parts.checks, want["checks"])
+    pd.testing.assert_frame_equal(parts.checks.read(), want["checks"])
     pd.testing.assert_frame_equal(parts.contingencies, want["contingencies"])
     pd.testing.assert_frame_equal(parts.contingency_reasons, want["contingency_reasons"])
     assert parts.warnings == want["warnings"]

@@ -15,12 +15,14 @@ from _report_frames import T0_MS, closed_order, make_frames
 from test_parts import assert_same, whole_set
 
 from toolkit.errors import InvalidRequest
-from toolkit.report import _market_join
+from toolkit.report import _engine, _market_join, _memory
 from toolkit.report._breakdowns import contingencies
 from toolkit.report._checks import TRADE_CHECKS, conform_checks, set_checks
 from toolkit.report._definitions import MARKOUT_HORIZONS_S
 from toolkit.report._inputs import export_frames
+from toolkit.report._memory import half_limit
 from toolkit.report._parts import _contingencies, _Merge, order_parts
+from toolkit.report._stored_checks import store_checks
 
 DAY_MS = 86_400_000
 NS = 1_000_000
@@ -171,7 +173,7 @@ def test_a_chunk_size_that_is_no_count_is_refused(size: Any, tmp_path: Path) -> 
         order_parts(loose_export(tmp_path), chunk_orders=size)
 
 
-def test_trade_checks_of_chunks_merge_in_the_sets_order() -> None:
+def test_trade_checks_of_chunks_merge_in_the_sets_order(tmp_path: Path) -> None:
     # chunk 1 holds ids z and b, chunk 2 a: the set's rows are sorted by orderId (its
     # groupby of the trades), each check's rows after the previous check's
     def rows(name: str, ids: list[str]) -> pd.DataFrame:
@@ -196,6 +198,16 @@ def test_trade_checks_of_chunks_merge_in_the_sets_order() -> None:
         ["z", TRADE_CHECKS[0]],
         ["a", TRADE_CHECKS[1]],
     ]
+    # the same rows kept on disk, each chunk's check in a file of its own, merged there
+    files = []
+    for i, chunk in enumerate(chunks):
+        files.append({})
+        for k, (name, frame) in enumerate(chunk.items()):
+            files[-1][name] = tmp_path / f"c{i}-{k}.parquet"
+            conform_checks([frame]).to_parquet(files[-1][name], index=False)
+    stored = store_checks(files, tmp_path, coverage=["partial"])
+    pd.testing.assert_frame_equal(stored.read(), got)
+    assert stored.rows() == len(got)
 
 
 def test_contingencies_of_chunks_are_those_of_the_set() -> None:
@@ -215,3 +227,36 @@ def test_contingencies_of_chunks_are_those_of_the_set() -> None:
     want, want_reasons = contingencies(quotes)
     pd.testing.assert_frame_equal(got, want)
     pd.testing.assert_frame_equal(got_reasons, want_reasons)
+
+
+def test_the_pass_holds_its_chunks_under_half_the_engine_memory_and_frees_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each chunk's joins open a connection of their own beside the pass's: the pass gets
+    # half of $TOOLKIT_REPORT_MEMORY, so both stay within the limit's order
+    opened: list[str | None] = []
+    real = _engine.connection
+
+    def spy(limit: str | None = None) -> Any:
+        opened.append(limit)
+        return real(limit)
+
+    monkeypatch.setattr(_engine, "connection", spy)
+    monkeypatch.setenv(_engine.MEMORY_ENV, "600MB")
+    released: list[int] = []
+    monkeypatch.setattr(_memory, "release_memory", lambda: released.append(1))
+    orders = [closed_order(c, "buy", 100.1) for c in "abc"]
+    folder = export(make_frames(orders), tmp_path / "export")
+    order_parts(folder, chunk_orders=2).close()
+    assert opened and opened[0] == "300MB"
+    assert len(released) == 2  # after each chunk, what it freed goes back to the system
+    assert [half_limit(x) for x in ("2GB", "1.5GiB", "80%", "lots")] == [
+        "1000MB",
+        "805MB",
+        None,
+        None,
+    ]
+    # a limit DuckDB refuses is still named as the variable it came from
+    monkeypatch.setenv(_engine.MEMORY_ENV, "lots")
+    with pytest.raises(InvalidRequest, match=_engine.MEMORY_ENV):
+        order_parts(folder, chunk_orders=2)

@@ -23,6 +23,7 @@ from toolkit.report._columnar import (
 )
 from toolkit.report._daily import daily_cost
 from toolkit.report._drilldown import worst_order_quotes
+from toolkit.report._fills import maker_sums
 
 
 def _quiet_all_tables(frames: Any, market: Any) -> tuple[dict[str, pd.DataFrame], list[str]]:
@@ -80,7 +81,10 @@ def test_each_table_reads_only_its_declared_columns(name: str) -> None:
         po = _metrics.per_order(d, market)
     # data_checks reads the outliers' orderIds alone, by row (as from the parts)
     given = _Given(
-        _metrics.maker_by_order(d.trades), po.iloc[:0][[]], None, lambda at: po.loc[at, "orderId"]
+        maker_sums(_metrics.maker_by_order(d.trades), po),
+        po.iloc[:0][[]],
+        None,
+        lambda at: po.loc[at, "orderId"],
     )
     for table, columns in TABLE_COLUMNS.items():
         assert set(columns) <= set(po.columns), table

@@ -20,7 +20,7 @@ from _tables_cases import CASES
 from toolkit.errors import InvalidRequest
 from toolkit.report import _api, _columnar
 from toolkit.report._api import ExecutionReport, execution_report
-from toolkit.report._columnar import TABLE_COLUMNS
+from toolkit.report._columnar import TABLE_COLUMNS, WORST_KEY
 from toolkit.report._columns import PER_ORDER_COLUMNS
 from toolkit.report._figures import FIGURE_COLUMNS
 from toolkit.report._orders_on_disk import _STATS_COLUMNS, PAGE_COLUMNS
@@ -34,6 +34,7 @@ DECLARED = {
     frozenset(PAGE_COLUMNS),
     frozenset(_STATS_COLUMNS),
     frozenset({"orderId"}),
+    frozenset(WORST_KEY),
     frozenset(),
 }
 
@@ -213,3 +214,33 @@ def test_execution_report_of_order_parts_keeps_them(tmp_path: Path) -> None:
     other = split_parts(frames, parts=1, folder=tmp_path)
     with pytest.raises(InvalidRequest, match="market's metrics; give market= when"):
         execution_report(other, pd.DataFrame())
+
+
+def test_the_tables_from_parts_hand_pandas_no_makers_checks_nor_every_orders_breakdown(
+    reads: list[tuple[str, Any, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the makers are summed and the breakdown grouped by the engine over the files, the
+    # checks stay on disk, the worst orders' rows alone are read whole
+    frames, market = CASES[CASE]()
+    handed: list[tuple[tuple[str, ...], int]] = []
+    real = _columnar.read_columns
+
+    def spy(paths: Any, columns: Any = None, **kw: Any) -> pd.DataFrame:
+        got = real(paths, columns, **kw)
+        handed.append((tuple(PER_ORDER_COLUMNS if columns is None else columns), len(got)))
+        return got
+
+    monkeypatch.setattr(_columnar, "read_columns", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        split = split_parts(frames, market, parts=3)
+        reads.clear()
+        _columnar.tables_from_parts(split)
+    assert not [n for n, _, _ in reads if n.startswith(("makers", "checks"))]
+    orders = split.orders
+    # a few columns of every order at a time (none: an empty read)
+    assert orders > 20 and all(n == orders for c, n in handed if c)
+    whole = {frozenset(c) for c, _ in handed}
+    assert frozenset(TABLE_COLUMNS["breakdown"]) not in whole
+    assert frozenset(TABLE_COLUMNS["worst_orders"]) not in whole
+    split.close()

@@ -38,7 +38,9 @@ from toolkit.report._orders_on_disk import (
 from toolkit.report._parts import OrderParts
 from toolkit.report._robust import Period
 from toolkit.report._shown import shown
+from toolkit.report._stored_checks import CheckedTables, DataChecks
 from toolkit.report._svg import figure_svg, ink
+from toolkit.report._tables import MAX_HTML_ROWS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -141,16 +143,22 @@ class ExecutionReport:
                 f"min_coverage must be a share in [0, 1] and min_orders >= 0, not "
                 f"{min_coverage!r} and {min_orders!r}"
             )
-        given = {n: df for n, df in tables.items() if parts is None or n != "per_order"}
+        # data_checks of parts stays on disk, unread (CheckedTables.raw)
+        raw = tables.raw() if isinstance(tables, CheckedTables) else dict(tables)
+        if parts is None:
+            raw = {n: t.frame() if isinstance(t, DataChecks) else t for n, t in raw.items()}
+        given = {n: df for n, df in raw.items() if parts is None or n != "per_order"}
         # tables a set written before them lacks: drawn again from per_order, or empty
         if "daily_cost" not in given:
-            po = given["per_order"] if parts is None else read_columns(parts.per_order)
+            po = tables["per_order"] if parts is None else read_columns(parts.per_order)
             given["daily_cost"] = daily_cost(po)
         given.setdefault("worst_order_quotes", empty(QUOTE_COLUMNS))
-        named = {n: shown(df, n) for n, df in given.items()}
+        named = {n: df if isinstance(df, DataChecks) else shown(df, n) for n, df in given.items()}
         self._parts = parts
         self.tables: MutableMapping[str, pd.DataFrame] = (
-            named if parts is None else PartsTables(named, parts, _ADDED)
+            {n: df for n, df in named.items() if isinstance(df, pd.DataFrame)}
+            if parts is None
+            else PartsTables(named, parts, _ADDED)
         )
         self._stats: OrderStats | None = None
         # the folder goes with the parts, not with the report: its tables (a mapping
@@ -229,7 +237,10 @@ class ExecutionReport:
         """What the set of orders covers, to show wherever its figures go: the frames'
         coverage note and warnings (``frames.attrs["coverage"]``, kept as ``set coverage``
         rows of ``data_checks``), then a note per order type the set lacks."""
-        checks = self.tables["data_checks"]
+        tables = self.tables
+        stored = tables.checks_on_disk() if isinstance(tables, PartsTables) else None
+        # on disk: the set's rows come first, few of each check, all a note needs
+        checks = stored.heads(MAX_HTML_ROWS) if stored is not None else tables["data_checks"]
         notes = checks.loc[checks["check"] == COVERAGE_CHECK, "detail"].astype(str).tolist()
         return notes + absent_type_notes(self._order_stats().types)
 
@@ -352,9 +363,14 @@ class ExecutionReport:
         with atomic_files(out) as files:
             parts = self._on_disk()
             for name in list(self.tables):
+                stored = (
+                    self.tables.checks_on_disk() if isinstance(self.tables, PartsTables) else None
+                )
                 if name == "per_order" and parts is not None:
                     # streamed from the parts: every order is never in memory at once
                     write_per_order(parts, files.path("per_order.parquet"))
+                elif name == "data_checks" and stored is not None:
+                    stored.write(files.path("data_checks.parquet"))
                 else:
                     self.tables[name].to_parquet(files.path(f"{name}.parquet"), index=False)
         return out

@@ -3,13 +3,19 @@ per-venue, per-rule and contingency tables, and the breakdown by every dimension
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 from toolkit.report._columns import NONE_LABEL, WEIGHTS, _conform, _text, empty
-from toolkit.report._fills import maker_by_order, maker_share, positions, text_codes
+from toolkit.report._fills import MakerSums, maker_by_order, maker_share, maker_sums
 
 AGG_COLUMNS: dict[str, str] = {
     "orders": "int64",
@@ -84,24 +90,27 @@ def _currency_unit(po: pd.DataFrame) -> str:
     return found[0] if len(found) == 1 else "quote currency"
 
 
-def _summary_rows(po: pd.DataFrame, by_order: pd.DataFrame) -> list[tuple[str, float, int]]:
+def _summary_rows(
+    po: pd.DataFrame, makers: MakerSums, order_type: str | None = None
+) -> list[tuple[str, float, int]]:
     a = aggregate(po)
     row = a.iloc[0] if len(a) else pd.Series(dtype="float64")
-    ex = po[po["executed"]]
-    tte = ex["tte_s"].dropna()
-    maker = maker_share(None, po, by_order)
+    # the executed orders as a mask: never a copy of every column of them
+    executed = po["executed"].to_numpy(dtype=bool)
+    tte = po["tte_s"][executed].dropna()
+    maker = maker_share(None, po, makers, order_type=order_type)
     maker_all = maker[maker["venue"] == "(all)"]
 
     def n(col: str) -> int:
-        return int(ex[col].notna().sum())
+        return int((po[col].notna().to_numpy() & executed).sum())
 
     def get(name: str) -> float:
         return float(row[name]) if name in row.index else np.nan
 
     return [
         ("orders", float(len(po)), len(po)),
-        ("executed orders", float(len(ex)), len(ex)),
-        ("executed notional", get("notional") if len(ex) else np.nan, len(ex)),
+        ("executed orders", float(executed.sum()), int(executed.sum())),
+        ("executed notional", get("notional") if executed.any() else np.nan, int(executed.sum())),
         ("routing gap", get("routing_gap_bp"), n("routing_gap_bp")),
         ("quote slippage", get("quote_slippage_bp"), n("quote_slippage_bp")),
         (
@@ -136,22 +145,23 @@ SUMMARY_UNITS = {
 
 
 def summary(
-    po: pd.DataFrame, trades: pd.DataFrame | None, by_order: pd.DataFrame | None = None
+    po: pd.DataFrame,
+    trades: pd.DataFrame | None,
+    by_order: pd.DataFrame | MakerSums | None = None,
 ) -> pd.DataFrame:
     """Headline numbers: metric, value, unit, orders (how many orders the value rests on),
-    for every order and apart for market and limit orders."""
+    for every order and apart for market and limit orders (``by_order``: as for
+    :func:`~toolkit.report._fills.maker_share`)."""
     if po.empty:
         return empty(SUMMARY_COLUMNS)
-    if by_order is None:
-        by_order = maker_by_order(trades)
+    if not isinstance(by_order, MakerSums):
+        # the makers' sums per type and venue of their order, once for every row
+        by_order = maker_sums(maker_by_order(trades) if by_order is None else by_order, po)
     # the columns the summary reads: each order type's part copies these, not all hundred
-    used = {"orderId", "type", "venue", "currency", "executed", "notional", "tte_s"}
+    used = {"type", "currency", "executed", "notional", "tte_s"}
     used |= {*WEIGHTS, *WEIGHTS.values(), "fill_rate"}
     po = po[[c for c in po.columns if c in used]]
     rows = _summary_rows(po, by_order)
-    # the type of each trade's order, to give market and limit orders their own trades
-    at = positions(by_order.index.to_series(), po["orderId"])
-    type_codes, type_names = text_codes(po["type"], at, "")
     out = pd.DataFrame(rows, columns=["metric", "value", "orders"])
     units = {"executed notional": _currency_unit(po)}
     out["unit"] = out["metric"].map(lambda m: units.get(m, SUMMARY_UNITS.get(m, "bp")))
@@ -160,7 +170,7 @@ def summary(
         if part.empty:
             out[t], out[f"{t}_orders"] = np.nan, 0
             continue
-        sub = _summary_rows(part, by_order[np.isin(type_codes, np.flatnonzero(type_names == t))])
+        sub = _summary_rows(part, by_order, t)
         out[t] = [v for _, v, _ in sub]
         out[f"{t}_orders"] = [k for _, _, k in sub]
     return _conform(out, SUMMARY_COLUMNS)
@@ -176,7 +186,9 @@ def _shares(po: pd.DataFrame, key: str) -> pd.DataFrame:
 
 
 def venues(
-    po: pd.DataFrame, trades: pd.DataFrame | None, by_order: pd.DataFrame | None = None
+    po: pd.DataFrame,
+    trades: pd.DataFrame | None,
+    by_order: pd.DataFrame | MakerSums | None = None,
 ) -> pd.DataFrame:
     """Per venue: order and notional shares, best-venue hit rate, quote slippage, maker share."""
     cols = {
@@ -244,13 +256,36 @@ BREAKDOWN_DIMENSIONS: tuple[str, ...] = (
 )
 
 
+def _breakdown_sql(source: str) -> str:
+    """The breakdown's query over ``source`` (a relation with ``k0``.. the dimensions'
+    labels, ``executed`` and the numbers, a missing number null)."""
+    # the weighted mean of each metric over the orders with a value and a positive weight
+    means = ", ".join(
+        f"fsum({m} * {w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) / "
+        f"fsum({w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) AS "
+        + ("best_venue_hit_rate" if m == "best_venue_hit" else m)
+        for m, w in WEIGHTS.items()
+    )
+    per_dimension = " UNION ALL ".join(
+        f"SELECT {i} AS d, '{dim}' AS dimension, k{i} AS \"group\", count(*) AS orders, "
+        f"sum(executed) AS executed, fsum(notional) AS notional, {means}, "
+        f"median(tte_s) AS median_tte_s FROM {source} GROUP BY k{i}"
+        for i, dim in enumerate(BREAKDOWN_DIMENSIONS)
+    )
+    return f'SELECT * EXCLUDE (d) FROM ({per_dimension}) ORDER BY d, "group"'
+
+
+#: the numbers the breakdown reads of every order
+_NUMBERS = sorted({"notional", "tte_s", *WEIGHTS, *WEIGHTS.values()} - {"_one"})
+BREAKDOWN_COLUMNS = {"dimension": "str", "group": "str"} | AGG_COLUMNS
+
+
 def breakdown(po: pd.DataFrame) -> pd.DataFrame:
     """The main metrics by each of symbol, side, venue, rule, order type, month, hour of
     the day (UTC) and size bucket: :func:`aggregate` per dimension, computed in one query
     on the report's engine (DuckDB), groups sorted within each dimension."""
-    cols = {"dimension": "str", "group": "str"} | AGG_COLUMNS
     if po.empty:
-        return empty(cols)
+        return empty(BREAKDOWN_COLUMNS)
     import pyarrow as pa
 
     from toolkit.report._engine import arrow_text, connection
@@ -265,25 +300,40 @@ def breakdown(po: pd.DataFrame) -> pd.DataFrame:
     }
     data["executed"] = pa.array(po["executed"].to_numpy(dtype="int64"))
     data["_one"] = pa.array(np.ones(len(po)))
-    for name in {"notional", "tte_s", *WEIGHTS, *WEIGHTS.values()} - {"_one"}:
+    for name in _NUMBERS:
         data[name] = num(name)
-    # the weighted mean of each metric over the orders with a value and a positive weight
-    means = ", ".join(
-        f"fsum({m} * {w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) / "
-        f"fsum({w}) FILTER (WHERE {m} IS NOT NULL AND {w} > 0) AS "
-        + ("best_venue_hit_rate" if m == "best_venue_hit" else m)
-        for m, w in WEIGHTS.items()
-    )
-    per_dimension = " UNION ALL ".join(
-        f"SELECT {i} AS d, '{dim}' AS dimension, k{i} AS \"group\", count(*) AS orders, "
-        f"sum(executed) AS executed, fsum(notional) AS notional, {means}, "
-        f"median(tte_s) AS median_tte_s FROM po GROUP BY k{i}"
-        for i, dim in enumerate(BREAKDOWN_DIMENSIONS)
-    )
     with connection() as con:
         con.register("po", pa.table(data))
-        got: pa.Table = con.sql(
-            f'SELECT * EXCLUDE (d) FROM ({per_dimension}) ORDER BY d, "group"'
-        ).to_arrow_table()
-    out = got.to_pandas()
-    return _conform(out, cols)
+        got: pa.Table = con.sql(_breakdown_sql("po")).to_arrow_table()
+    return _conform(got.to_pandas(), BREAKDOWN_COLUMNS)
+
+
+def breakdown_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
+    """:func:`breakdown` of the per-order parts ``paths``, read where they lie by the
+    engine (the same query; no order's row comes into memory)."""
+    import pyarrow.parquet as pq
+
+    from toolkit.report._engine import connection, memory_limit
+    from toolkit.report._memory import half_limit
+
+    paths = [p for p in paths if pq.ParquetFile(p).metadata.num_rows]
+    if not paths:
+        return empty(BREAKDOWN_COLUMNS)
+    listed = ", ".join("'" + os.fspath(p).replace("'", "''") + "'" for p in paths)
+
+    def label(i: int, dim: str) -> str:
+        return f"coalesce(CAST(\"{dim}\" AS VARCHAR), 'nan') AS k{i}"
+
+    def number(name: str) -> str:
+        x = f'CAST("{name}" AS DOUBLE)'
+        # NaN is a missing number, as pandas reads it
+        return f"CASE WHEN isnan({x}) THEN NULL ELSE {x} END AS {name}"
+
+    columns = [label(i, d) for i, d in enumerate(BREAKDOWN_DIMENSIONS)]
+    columns += ["CAST(executed AS BIGINT) AS executed", "1.0::DOUBLE AS _one"]
+    columns += [number(n) for n in _NUMBERS]
+    source = f"(SELECT {', '.join(columns)} FROM read_parquet([{listed}], union_by_name = true))"
+    # half the engine's limit: the tables' columns in pandas are beside it
+    with connection(half_limit(memory_limit())) as con:
+        got: pa.Table = con.sql(_breakdown_sql(source)).to_arrow_table()
+    return _conform(got.to_pandas(), BREAKDOWN_COLUMNS)

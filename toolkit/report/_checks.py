@@ -4,7 +4,7 @@ outliers (absolute, or in robust sigmas of the median)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -149,6 +149,40 @@ def conform_checks(found: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return _conform(pd.concat(found, ignore_index=True), CHECK_COLUMNS)
 
 
+def check_order(
+    *,
+    quote_problems: Sequence[tuple[str, str]] = (),
+    duplicates: pd.Series | None = None,
+    coverage: Sequence[str] = (),
+) -> Iterator[pd.DataFrame | tuple[str, bool]]:
+    """The order of the data_checks rows but the slippage outliers: a frame is rows of the
+    set (``coverage``, ``duplicates``, ``quote_problems``); ``(name, by_id)`` the rows of
+    check ``name`` of every chunk of orders, in chunk order, or merged by orderId
+    (``by_id``: as the set's groupby of the trades sorts them)."""
+    if coverage:
+        yield pd.DataFrame({"orderId": "", "check": COVERAGE_CHECK, "detail": list(coverage)})
+    for name in (SIDE_CHECK, STATUS_CHECK):
+        yield name, False
+    if duplicates is not None and len(duplicates):
+        yield pd.DataFrame(
+            {
+                "orderId": duplicates.index.astype(str),
+                "check": "duplicate order id",
+                "value": duplicates.to_numpy().astype("float64") + 1,
+                "detail": "present more than once (overlapping loads?); the latest "
+                "updatedAt is kept",
+            }
+        )
+    for name in (*FEE_CHECKS, AVERAGE_CHECK):
+        yield name, False
+    if quote_problems:
+        names, details = zip(*quote_problems, strict=True)
+        yield pd.DataFrame({"orderId": "", "check": list(names), "detail": list(details)})
+    for name in TRADE_CHECKS:
+        yield name, True
+    yield NEGATIVE_CHECK, False
+
+
 def set_checks(
     chunks: Sequence[Mapping[str, pd.DataFrame]],
     *,
@@ -160,41 +194,18 @@ def set_checks(
     set (``coverage``, ``duplicates``, ``quote_problems``) and those of ``chunks`` (the
     :func:`frame_checks` of consecutive chunks of its orders, merged check by check)."""
     found: list[pd.DataFrame] = []
-
-    def merged(name: str, by_id: bool = False) -> None:
+    order = check_order(quote_problems=quote_problems, duplicates=duplicates, coverage=coverage)
+    for item in order:
+        if isinstance(item, pd.DataFrame):
+            found.append(item)
+            continue
+        name, by_id = item
         parts = [c[name] for c in chunks if name in c]
         if len(parts) > 1:
             both = pd.concat(parts, ignore_index=True)
-            # rows by orderId, as the set's groupby of the trades sorts them
             found.append(both.sort_values("orderId", kind="stable") if by_id else both)
         elif parts:
             found.extend(parts)
-
-    if coverage:
-        rows = {"orderId": "", "check": COVERAGE_CHECK, "detail": list(coverage)}
-        found.append(pd.DataFrame(rows))
-    for name in (SIDE_CHECK, STATUS_CHECK):
-        merged(name)
-    if duplicates is not None and len(duplicates):
-        found.append(
-            pd.DataFrame(
-                {
-                    "orderId": duplicates.index.astype(str),
-                    "check": "duplicate order id",
-                    "value": duplicates.to_numpy().astype("float64") + 1,
-                    "detail": "present more than once (overlapping loads?); the latest "
-                    "updatedAt is kept",
-                }
-            )
-        )
-    for name in (*FEE_CHECKS, AVERAGE_CHECK):
-        merged(name)
-    if quote_problems:
-        names, details = zip(*quote_problems, strict=True)
-        found.append(pd.DataFrame({"orderId": "", "check": list(names), "detail": list(details)}))
-    for name in TRADE_CHECKS:
-        merged(name, by_id=True)
-    merged(NEGATIVE_CHECK)
     return found
 
 

@@ -11,32 +11,42 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkit.report._breakdowns import breakdown, rules, summary, venues
-from toolkit.report._checks import CHECK_COLUMNS, OUTLIER_COLUMNS, slippage_outliers
+from toolkit.report._breakdowns import breakdown, breakdown_of_parts, rules, summary, venues
+from toolkit.report._checks import (
+    CHECK_COLUMNS,
+    OUTLIER_COLUMNS,
+    conform_checks,
+    slippage_outliers,
+)
 from toolkit.report._columns import PER_ORDER_COLUMNS, _conform, empty
 from toolkit.report._daily import daily_cost
 from toolkit.report._decomposition import contingency_costs, cost_decomposition, venue_mismatch
 from toolkit.report._drilldown import QUOTE_COLUMNS, quotes_of
 from toolkit.report._fees import fees
 from toolkit.report._fills import (
+    MakerSums,
     fill_rate,
     funnel,
-    maker_by_order,
     maker_share,
+    maker_sums,
+    maker_sums_of_parts,
     outcomes,
     rejections,
 )
 from toolkit.report._latency import time_to_execution
 from toolkit.report._limits import fill_probability, limit_summary
 from toolkit.report._market import markouts
+from toolkit.report._memory import release_memory
 from toolkit.report._parts import OrderParts
-from toolkit.report._robust import Period, comparison, headline, robust, worst_orders
+from toolkit.report._robust import WORST_N, Period, comparison, headline, robust, worst_orders
 from toolkit.report._routing import quote_age
 from toolkit.report._slippage import routing, slippage
+from toolkit.report._stored_checks import CheckedTables, DataChecks
 
 _WEIGHTED = (
     "notional",
@@ -75,7 +85,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "execution_amount",
         "fee_amount",
     ),
-    "summary": ("orderId", "currency", "type", "venue", "executed", "tte_s", *_WEIGHTED),
+    "summary": ("currency", "type", "executed", "tte_s", *_WEIGHTED),
     "slippage": (
         "type",
         "notional",
@@ -101,7 +111,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "total_cost_bp",
         "total_cost_amount",
     ),
-    "venues": ("orderId", "venue", "executed", "tte_s", *_WEIGHTED),
+    "venues": ("venue", "executed", "tte_s", *_WEIGHTED),
     "rules": ("rule", "executed", "notional"),
     "contingency_costs": (
         "currency",
@@ -153,7 +163,8 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "funnel": ("type", "outcome", "triggeredAt"),
     "rejections": ("type", "status", "reject_reason"),
     "time_to_execution": ("type", "tte_s", "tte_basis"),
-    "maker_share": ("orderId", "venue"),
+    # the makers' sums per type and venue (_Given.makers) are all it reads
+    "maker_share": (),
     "robust": (
         "type",
         "notional",
@@ -226,7 +237,7 @@ TABLE_ORDER = (
 class _Given:
     """What the tables read beside the per-order columns."""
 
-    makers: pd.DataFrame
+    makers: MakerSums  # per type and venue of the makers' orders
     checks: pd.DataFrame
     compare: Sequence[Period] | None
     ids: Callable[[pd.Index], pd.Series] | None = None
@@ -318,7 +329,7 @@ def tables_from_frame(
     dict of str to DataFrame
         The tables of ``all_tables`` but ``per_order``, and ``daily_cost``.
     """
-    given = _Given(makers, checks, compare)
+    given = _Given(maker_sums(makers, po), checks, compare)
     out = {"contingencies": contingencies, "contingency_reasons": contingency_reasons}
     for name in TABLE_COLUMNS:
         out.update(compute_table(name, po, given))
@@ -352,17 +363,6 @@ def read_columns(
     return _conform(df, want)
 
 
-def read_makers(paths: Sequence[Path]) -> pd.DataFrame:
-    """``maker_by_order(trades)`` of the orders, from its parts (indexed by orderId)."""
-    tables = [pq.read_table(p) for p in paths]
-    tables = [t for t in tables if t.num_rows and "orderId" in t.schema.names]
-    if not tables:
-        return maker_by_order(None)
-    table = pa.concat_tables(tables, promote_options="permissive")
-    del tables
-    return table.to_pandas(self_destruct=True).set_index("orderId")
-
-
 def _row_ids(paths: Sequence[Path]) -> Callable[[pd.Index], pd.Series]:
     """orderId of rows by position in the concatenated parts, reading the ids of only the
     parts holding them."""
@@ -384,15 +384,52 @@ def _row_ids(paths: Sequence[Path]) -> Callable[[pd.Index], pd.Series]:
     return ids
 
 
+def read_rows(
+    paths: Sequence[Path], rows: Sequence[int] | np.ndarray, columns: Iterable[str]
+) -> pd.DataFrame:
+    """The per-order rows at positions ``rows`` (ascending) of the concatenated parts,
+    only ``columns``, indexed by those positions; only the parts holding them are read."""
+    names = list(dict.fromkeys(columns))
+    want = {n: PER_ORDER_COLUMNS.get(n, "float64") for n in names}
+    at = np.asarray(rows, dtype="int64")
+    tables, start = [], 0
+    for p in paths:
+        n = pq.ParquetFile(p).metadata.num_rows
+        mine = at[(at >= start) & (at < start + n)]
+        if len(mine):
+            present = [c for c in names if c in _schema_names(p)]
+            tables.append(pq.read_table(p, columns=present).take(pa.array(mine - start)))
+        start += n
+    if not tables:
+        return empty(want)
+    df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    return _conform(df, want).set_axis(pd.Index(at), axis=0)
+
+
+#: what the worst orders are chosen by, read of every order (then their rows alone)
+WORST_KEY = ("decomposed", "total_cost_amount")
+
+
+def worst_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
+    """:func:`worst_orders` of the per-order parts: chosen on :data:`WORST_KEY`, then
+    only their rows read (the same orders in the same order: the choice is theirs)."""
+    key = read_columns(paths, WORST_KEY)
+    chosen = key[key["decomposed"].astype(bool)].dropna(subset=["total_cost_amount"])
+    top = np.sort(chosen.nlargest(WORST_N, "total_cost_amount").index.to_numpy())
+    del key, chosen
+    return worst_orders(read_rows(paths, top, TABLE_COLUMNS["worst_orders"]))
+
+
 def tables_from_parts(
     parts: OrderParts, *, compare: Sequence[Period] | None = None
-) -> dict[str, pd.DataFrame]:
+) -> CheckedTables:
     """Every table of the report (but ``per_order``) from the orders' parts on disk.
 
     Each table reads only the per-order columns :data:`TABLE_COLUMNS` declares for it,
     one table at a time, so memory holds a few columns of every order, never all of
-    them; the maker shares read ``parts.makers``, the data checks are ``parts.checks``
-    followed by the slippage outliers (whose orderIds alone are read). The warnings of
+    them; the maker shares read ``parts.makers`` for their table only; the data checks
+    stay on disk (``parts.checks``), followed by the slippage outliers (whose orderIds
+    alone are read): ``data_checks`` is read whole only when asked for. The warnings of
     the build (``parts.warnings``) are issued again, as ``all_tables`` issues them.
 
     Parameters
@@ -404,22 +441,44 @@ def tables_from_parts(
 
     Returns
     -------
-    dict of str to DataFrame
+    CheckedTables
         The tables ``all_tables`` returns but ``per_order``, in its order, and
-        ``daily_cost``; each equal to what ``all_tables`` gives for the same orders.
+        ``daily_cost``; each equal to what ``all_tables`` gives for the same orders
+        (``data_checks`` read from disk each time it is asked for).
     """
     for message in parts.warnings:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
-    given = _Given(read_makers(parts.makers), parts.checks, compare, _row_ids(parts.per_order))
-    out = {
+    ids = _row_ids(parts.per_order)
+    # the makers summed per type and venue of their order by the engine: a few rows
+    given = _Given(maker_sums_of_parts(parts.makers, parts.per_order), _NO_CHECKS, compare, ids)
+    out: dict[str, pd.DataFrame | DataChecks] = {
         "contingencies": parts.contingencies,
         "contingency_reasons": parts.contingency_reasons,
     }
     for name, columns in TABLE_COLUMNS.items():
+        if name == "breakdown":
+            # the engine reads the parts where they lie: no column of every order here
+            out[name] = breakdown_of_parts(parts.per_order)
+            continue
+        if name == "worst_orders":
+            out[name] = worst_of_parts(parts.per_order)
+            release_memory()
+            continue
+        if name == "comparison" and not compare:
+            columns = ()  # no periods: an empty table, nothing of the orders read
         po = read_columns(parts.per_order, columns)
-        out.update(compute_table(name, po, given))
+        if name == "data_checks":
+            found = slippage_outliers(po, ids)
+            outliers = conform_checks(found) if found else empty(CHECK_COLUMNS)
+            out[name] = DataChecks(parts.checks, outliers)
+        else:
+            out.update(compute_table(name, po, given))
         del po
-    return _ordered(out)
+        release_memory()
+    return CheckedTables({n: out[n] for n in TABLE_ORDER if n in out})
+
+
+_NO_CHECKS = empty(CHECK_COLUMNS)
 
 
 def quotes_from_parts(parts: OrderParts, worst: pd.DataFrame) -> pd.DataFrame:

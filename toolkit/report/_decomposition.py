@@ -84,10 +84,22 @@ def cost_decomposition(po: pd.DataFrame) -> pd.DataFrame:
             "fees": fee_amount,
         }
     )
-    both = pd.concat([work, work.assign(type="all")], ignore_index=True)
-    g = both.groupby(["type", "currency"], sort=True)
-    out = g[["notional", "routing_gap", "execution", "fees"]].sum()
-    out["orders"] = g.size()
+    # each type, then every order as "all": grouped apart, never a second copy of the
+    # orders labelled "all" (the same rows in the same order: the same sums)
+    sums = ["notional", "routing_gap", "execution", "fees"]
+    g = work.groupby(["type", "currency"], sort=True)
+    every = work.groupby("currency", sort=True)
+    out = pd.concat(
+        [
+            g[sums].sum().assign(orders=g.size()),
+            every[sums]
+            .sum()
+            .assign(orders=every.size(), type="all")
+            .set_index("type", append=True)
+            .reorder_levels(["type", "currency"]),
+        ]
+    )
+    out = out.sort_index()
     out["total"] = out[["routing_gap", "execution", "fees"]].sum(axis=1)
     for name in ("routing_gap", "execution", "fees", "total"):
         out[f"{name}_bp"] = out[name] / out["notional"] * 1e4

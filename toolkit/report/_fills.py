@@ -3,6 +3,11 @@ rejection reasons."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -123,21 +128,79 @@ def text_codes(values: pd.Series, at: np.ndarray, missing: str) -> tuple[np.ndar
     return merged[picked], np.asarray(labels, dtype=object)
 
 
-def maker_share(
-    trades: pd.DataFrame | None, po: pd.DataFrame, by_order: pd.DataFrame | None = None
-) -> pd.DataFrame:
-    """Maker share of trades, by count and by cost, per venue of the order and overall
-    (``by_order``: :func:`maker_by_order` of ``trades``, when already computed)."""
-    m = maker_by_order(trades) if by_order is None else by_order
-    if m.empty:
+class MakerSums(NamedTuple):
+    """The makers' sums (:data:`MAKER_SUMS`) per order type and venue of their order:
+    ``frame`` has ``type`` (``""``: none, or no order of the set), ``venue``
+    (:data:`NONE_LABEL`: none, or no order) and the sums; a few rows, whatever the set."""
+
+    frame: pd.DataFrame
+
+
+def maker_sums(by_order: pd.DataFrame, po: pd.DataFrame) -> MakerSums:
+    """:class:`MakerSums` of ``by_order`` (:func:`maker_by_order`), each order's type and
+    venue those of its first row of ``po``."""
+    if by_order.empty:
+        return MakerSums(pd.DataFrame(columns=["type", "venue", *MAKER_SUMS]))
+    # each order's venue and type (its first row's), by position: a hash of the ids, not
+    # a join; grouped by their numbers, then named (never a text per trade's order)
+    at = positions(by_order.index.to_series(), po["orderId"])
+    venue, venues = text_codes(po["venue"], at, NONE_LABEL)
+    kind, kinds = text_codes(_text(po, "type"), at, "")
+    per = by_order[list(MAKER_SUMS)].groupby([kind, venue], sort=True).sum(min_count=1)
+    k, v = (per.index.get_level_values(i).to_numpy() for i in (0, 1))
+    per.index = pd.MultiIndex.from_arrays(
+        [pd.Index(kinds[k], dtype="str"), pd.Index(venues[v], dtype="str")],
+        names=["type", "venue"],
+    )
+    return MakerSums(per.reset_index())
+
+
+def maker_sums_of_parts(makers: Sequence[Path], per_order: Sequence[Path]) -> MakerSums:
+    """:class:`MakerSums` of the makers' parts, each order's type and venue read from the
+    per-order parts, summed by the report's engine (a few rows come back, never the
+    makers or the orders)."""
+    import pyarrow.parquet as pq
+
+    from toolkit.report._engine import connection, memory_limit
+    from toolkit.report._memory import half_limit
+
+    # a part without makers (no trades) may lack the orderId column
+    makers = [
+        p
+        for p in makers
+        if (meta := pq.ParquetFile(p).metadata).num_rows and "orderId" in meta.schema.names
+    ]
+    if not makers:
+        return maker_sums(maker_by_order(None), pd.DataFrame())
+
+    def files(paths: Sequence[Path]) -> str:
+        return "[" + ", ".join("'" + os.fspath(p).replace("'", "''") + "'" for p in paths) + "]"
+
+    def num(c: str) -> str:
+        return f'sum(CASE WHEN isnan(m."{c}") THEN NULL ELSE m."{c}" END) AS "{c}"'
+
+    sql = (
+        f"SELECT coalesce(CAST(p.type AS VARCHAR), '') AS type, "
+        f"coalesce(CAST(p.venue AS VARCHAR), '{NONE_LABEL}') AS venue, "
+        "CAST(sum(m.trades) AS BIGINT) AS trades, "
+        "CAST(sum(m.maker_trades) AS BIGINT) AS maker_trades, "
+        f"{num('cost')}, {num('maker_cost')} "
+        f"FROM read_parquet({files(makers)}, union_by_name = true) AS m "
+        f'LEFT JOIN (SELECT "orderId", type, venue FROM read_parquet({files(per_order)}, '
+        'union_by_name = true)) AS p ON m."orderId" = p."orderId" GROUP BY ALL'
+    )
+    # half the engine's limit: the tables' columns in pandas are beside it
+    with connection(half_limit(memory_limit())) as con:
+        got = con.sql(sql).to_arrow_table().to_pandas()
+    return MakerSums(got)
+
+
+def _shares(sums: pd.DataFrame) -> pd.DataFrame:
+    """:data:`MAKER_COLUMNS` of makers' sums per venue (``venue`` and :data:`MAKER_SUMS`)."""
+    if sums.empty:
         return empty(MAKER_COLUMNS)
-    # each order's venue (its first row's), by position: a hash of the ids, not a join;
-    # grouped by the venue's number, then named and sorted (the same groups, same order)
-    at = positions(m.index.to_series(), po["orderId"])
-    codes, labels = text_codes(po["venue"], at, NONE_LABEL)
-    per = m[list(MAKER_SUMS)].groupby(codes, sort=True).sum(min_count=1)
-    per.index = pd.Index(labels[per.index.to_numpy()], dtype="str")
-    per = per.sort_index()
+    per = sums.groupby("venue", sort=True)[list(MAKER_SUMS)].sum(min_count=1)
+    per.index = pd.Index(per.index, dtype="str")
     per.loc["(all)"] = per.sum(min_count=1)
     per = per.sort_index()
     out = per.assign(
@@ -145,6 +208,26 @@ def maker_share(
         maker_cost_share=per["maker_cost"] / per["cost"],
     )
     return _conform(out.rename_axis("venue").reset_index(), MAKER_COLUMNS)
+
+
+def maker_share(
+    trades: pd.DataFrame | None,
+    po: pd.DataFrame,
+    by_order: pd.DataFrame | MakerSums | None = None,
+    *,
+    order_type: str | None = None,
+) -> pd.DataFrame:
+    """Maker share of trades, by count and by cost, per venue of the order and overall
+    (``by_order``: :func:`maker_by_order` of ``trades``, or their :class:`MakerSums`,
+    when already computed); ``order_type``: of that type's orders only."""
+    if isinstance(by_order, MakerSums):
+        sums = by_order.frame
+    else:
+        m = maker_by_order(trades) if by_order is None else by_order
+        sums = maker_sums(m, po).frame
+    if order_type is not None:
+        sums = sums[sums["type"] == order_type]
+    return _shares(sums)
 
 
 def rejections(po: pd.DataFrame) -> pd.DataFrame:

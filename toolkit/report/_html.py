@@ -146,33 +146,43 @@ def check_label(check: str) -> str:
     return check
 
 
-def _checks_part(checks: pd.DataFrame, title: str, empty_words: str) -> str:
+def _checks_part(checks: pd.DataFrame, counts: pd.DataFrame, title: str, empty_words: str) -> str:
     checks = checks.assign(check=checks["check"].astype(str).map(check_label))
-    if checks.empty:
+    if counts.empty:
         return f'<h4>{html.escape(title)}</h4><p class="empty">{html.escape(empty_words)}</p>'
-    counts = checks.groupby("check", sort=True).size().rename("orders").reset_index()
+    counts = counts.groupby("check", sort=True)["orders"].sum().reset_index()
     parts = [table_html(counts, "data_check_counts")]
-    for check, rows in checks.groupby("check", sort=True):
+    shown = dict(iter(checks.groupby("check", sort=True)))
+    for check, n in zip(counts["check"], counts["orders"], strict=True):
+        rows = shown.get(check, checks.iloc[:0])
         parts.append(
-            f"<details><summary>{html.escape(str(check))}: {len(rows):,} row(s)</summary>"
-            f"{table_html(rows.reset_index(drop=True), 'data_checks')}</details>"
+            f"<details><summary>{html.escape(str(check))}: {n:,} row(s)</summary>"
+            f"{table_html(rows.reset_index(drop=True), 'data_checks', rows=n)}</details>"
         )
     return (
         f"<h4>{html.escape(title)}</h4>"
-        f'<details class="checks"><summary>{len(checks):,} flag(s) in {len(counts)} '
-        f"check(s): show</summary>{''.join(parts)}</details>"
+        f'<details class="checks"><summary>{counts["orders"].sum():,} flag(s) in '
+        f"{len(counts)} check(s): show</summary>{''.join(parts)}</details>"
     )
 
 
-def checks_html(checks: pd.DataFrame) -> str:
+def checks_html(checks: pd.DataFrame, counts: pd.DataFrame | None = None) -> str:
     """The data checks in two parts, each collapsed with its counts: data problems (the
     data disagree with itself or is missing) and economic outliers (real orders with an
-    extreme cost, shown for review)."""
-    if checks.empty:
+    extreme cost, shown for review). ``counts``: rows per check (``check``, ``rows``)
+    when ``checks`` holds only the first rows of each (a set too large for memory)."""
+    if counts is None:
+        counts = checks.groupby("check", sort=False).size().rename("rows").reset_index()
+    counts = counts.assign(check=counts["check"].astype(str)).rename(columns={"rows": "orders"})
+    if not counts["orders"].sum():
         return '<p class="empty">Data checks: none (no check flagged anything).</p>'
+    flagged = counts["check"].str.startswith(OUTLIER_PREFIX)
+    counts = counts.assign(check=counts["check"].map(check_label))
     outlier = checks["check"].astype(str).str.startswith(OUTLIER_PREFIX)
-    return _checks_part(checks[~outlier], "Data problems", "Data problems: none.") + _checks_part(
-        checks[outlier], "Economic outliers", "Economic outliers: none."
+    return _checks_part(
+        checks[~outlier], counts[~flagged], "Data problems", "Data problems: none."
+    ) + _checks_part(
+        checks[outlier], counts[flagged], "Economic outliers", "Economic outliers: none."
     )
 
 
@@ -243,7 +253,10 @@ def _section_body(
         parts.append(f"<h3>{html.escape(table_title(name))}</h3>{_definition_link(name)}")
         if name == "summary":
             df = gated_summary(df, tables, rule)
-        parts.append(checks_html(df) if name == "data_checks" else table_html(df, name, cur))
+        if name == "data_checks":
+            parts.append(checks_html(df, tables.get("data_check_counts")))
+        else:
+            parts.append(table_html(df, name, cur))
         if name == "worst_orders":
             parts.append(orders_html(order_charts))
     return parts

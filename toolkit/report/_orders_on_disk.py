@@ -5,7 +5,7 @@ the order types), and ``per_order.parquet`` written by streaming the parts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,8 @@ from toolkit.report._columnar import read_columns
 from toolkit.report._columns import PER_ORDER_COLUMNS, empty
 from toolkit.report._parts import OrderParts
 from toolkit.report._shown import shown
+from toolkit.report._stored_checks import DataChecks
+from toolkit.report._tables import MAX_HTML_ROWS
 
 #: the per-order columns the page reads besides the figures: the coverage rule of each
 #: metric and chart, the headline sentence, the page's currency
@@ -107,10 +109,15 @@ class PartsTables(MutableMapping[str, pd.DataFrame]):
     before ``after`` (the tables a report adds to those of ``all_tables``)."""
 
     def __init__(
-        self, tables: dict[str, pd.DataFrame], parts: OrderParts, after: Sequence[str] = ()
+        self,
+        tables: Mapping[str, pd.DataFrame | DataChecks],
+        parts: OrderParts,
+        after: Sequence[str] = (),
     ):
         first = [n for n in tables if n not in after]
-        self._tables = {n: tables[n] for n in [*first, *(n for n in after if n in tables)]}
+        self._tables: dict[str, pd.DataFrame | DataChecks] = {
+            n: tables[n] for n in [*first, *(n for n in after if n in tables)]
+        }
         self._at = len(first)  # where per_order is listed
         self._parts: OrderParts | None = parts
 
@@ -120,13 +127,28 @@ class PartsTables(MutableMapping[str, pd.DataFrame]):
         return self._parts
 
     def others(self) -> dict[str, pd.DataFrame]:
-        """Every table but ``per_order``, without reading it."""
-        return {n: df for n, df in self._tables.items() if n != "per_order"}
+        """Every table but ``per_order``, without reading it; ``data_checks`` kept on disk
+        as its first :data:`MAX_HTML_ROWS` rows of each check (all the page shows), with
+        ``data_check_counts`` (``check``, ``rows``: every row counted)."""
+        out: dict[str, pd.DataFrame] = {}
+        for n, df in self._tables.items():
+            if isinstance(df, DataChecks):
+                out[n] = shown(df.heads(MAX_HTML_ROWS), n)
+                out["data_check_counts"] = df.counts()
+            elif n != "per_order":
+                out[n] = df
+        return out
+
+    def checks_on_disk(self) -> DataChecks | None:
+        """``data_checks`` unread (None: a frame in memory)."""
+        got = self._tables.get("data_checks")
+        return got if isinstance(got, DataChecks) else None
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name == "per_order" and self._parts is not None:
             return shown(read_columns(self._parts.per_order), "per_order")
-        return self._tables[name]
+        got = self._tables[name]
+        return shown(got.frame(), name) if isinstance(got, DataChecks) else got
 
     def __setitem__(self, name: str, df: pd.DataFrame) -> None:
         if name == "per_order":

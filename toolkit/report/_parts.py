@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from toolkit.errors import InvalidRequest
+from toolkit.report._stored_checks import StoredChecks
 
 if TYPE_CHECKING:  # pragma: no cover
     from toolkit.report._market import MarketLike
@@ -41,8 +42,8 @@ class OrderParts:
     # concatenated in list order; an order in at most one part.
     quotes: list[Path]  # Parquet: canonical_quotes(d) rows of the same orders
     # (for worst_order_quotes / order charts of a few ids).
-    checks: pd.DataFrame  # every data_checks row EXCEPT the slippage outliers
-    # (_checks._outliers), CHECK_COLUMNS, in data_checks' order.
+    checks: StoredChecks  # every data_checks row EXCEPT the slippage outliers
+    # (_checks._outliers), CHECK_COLUMNS, in data_checks' order, on disk.
     contingencies: pd.DataFrame  # contingencies(canonical_quotes(d))[0], whole set
     contingency_reasons: pd.DataFrame  # ...[1]
     warnings: list[str]  # the RuntimeWarning messages all_tables emits today
@@ -63,7 +64,8 @@ class _Merge:
     per_order: list[Path] = field(default_factory=list)
     makers: list[Path] = field(default_factory=list)
     quotes: list[Path] = field(default_factory=list)
-    checks: list[dict[str, pd.DataFrame]] = field(default_factory=list)
+    # per chunk: check name -> its rows' file (never every check row in memory)
+    checks: list[dict[str, Path]] = field(default_factory=list)
     # field check -> (orders, their distinct values in order)
     fields: dict[str, tuple[int, list[Any]]] = field(default_factory=dict)
     # (exchange, reason) -> quotes
@@ -112,14 +114,21 @@ def _chunk(
 ) -> None:
     """One chunk of orders through the per-order code, its parts written, what the set's
     figures need of it kept in ``out``."""
-    from toolkit.report._checks import frame_checks, order_field_problems
+    from toolkit.report._checks import conform_checks, frame_checks, order_field_problems
     from toolkit.report._columns import NONE_LABEL, _text
     from toolkit.report._fills import maker_by_order
     from toolkit.report._per_order import order_metrics
 
     i = len(out.per_order)
     po = order_metrics(d, quotes, market, max_quote_age=max_quote_age)
-    out.checks.append(frame_checks(po, d.orders, d.trades))
+    found = frame_checks(po, d.orders, d.trades)
+    out.checks.append(
+        {
+            name: _write(conform_checks([rows]), folder / f"checks-{i:06d}-{k:02d}.parquet")
+            for k, (name, rows) in enumerate(found.items())
+        }
+    )
+    del found
     for p in order_field_problems(po):
         values = po.loc[p.rows, "side" if p.check.startswith("side") else "status"]
         n, seen = out.fields.get(p.check, (0, []))
@@ -168,10 +177,15 @@ def _finish(
     duplicates: pd.Series,
     coverage: Sequence[str],
 ) -> OrderParts:
-    from toolkit.report._checks import conform_checks, field_warning, set_checks
+    from toolkit.report._checks import field_warning
+    from toolkit.report._stored_checks import store_checks
 
-    checks = set_checks(
-        out.checks, quote_problems=quote_problems, duplicates=duplicates, coverage=coverage
+    checks = store_checks(
+        out.checks,
+        folder,
+        quote_problems=quote_problems,
+        duplicates=duplicates,
+        coverage=coverage,
     )
     messages = [m for _, m in quote_problems]
     messages += [field_warning(check, n, seen) for check, (n, seen) in out.fields.items()]
@@ -180,7 +194,7 @@ def _finish(
         per_order=out.per_order,
         makers=out.makers,
         quotes=out.quotes,
-        checks=conform_checks(checks),
+        checks=checks,
         contingencies=cont,
         contingency_reasons=reasons,
         warnings=messages,
@@ -341,13 +355,16 @@ def _out_of_core(
     chunk_orders: int,
     path: Path,
 ) -> OrderParts:
-    from toolkit.report._engine import connection
+    from toolkit.report._engine import connection, memory_limit
     from toolkit.report._market_join import RecordingMarket, tick_layout
+    from toolkit.report._memory import half_limit, release_memory
     from toolkit.report._partition import drop_chunk, partition, read_chunk
     from toolkit.report._per_order import Deduplicated
     from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable
 
-    with connection() as con:
+    # the pass holds the chunks under half the engine's limit: each chunk's joins open a
+    # connection of their own beside it, and both together stay within the limit's order
+    with connection(half_limit(memory_limit())) as con:
         part = partition(con, found.files, chunk_orders)
         if isinstance(market, RecordingMarket) and market.layout is None:
             # the recording's span, gaps and each file's moments, once for every chunk
@@ -369,6 +386,8 @@ def _out_of_core(
             drop_chunk(con, part, i)
             d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
             _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
+            del d, trades, et, orders
+            release_memory()  # what the chunk freed, before the next one grows
     return _finish(
         out,
         path,

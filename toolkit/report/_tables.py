@@ -57,9 +57,10 @@ def _header(column: str, currency: str) -> str:
     return label
 
 
-def table_html(df: pd.DataFrame, name: str, currency: str = "") -> str:
+def table_html(df: pd.DataFrame, name: str, currency: str = "", *, rows: int | None = None) -> str:
     """``df`` as an HTML table, each column formatted by what it holds, its headers in
-    words; "none" when it has no row."""
+    words; "none" when it has no row. ``rows``: how many rows the table has when ``df``
+    holds only its first ones."""
     if df.empty:
         return f'<p class="empty">{html.escape(table_title(name))}: none.</p>'
     shown = display_frame(df.head(MAX_HTML_ROWS), name)
@@ -96,9 +97,10 @@ def table_html(df: pd.DataFrame, name: str, currency: str = "") -> str:
     if name in SORTED_BY and SORTED_BY[name] in columns:
         by = _header(SORTED_BY[name], one_cur)
         note += f'<p class="note">Sorted by {html.escape(by)}, highest first.</p>'
-    if len(df) > MAX_HTML_ROWS:
+    total = len(df) if rows is None else max(rows, len(df))
+    if total > MAX_HTML_ROWS:
         note += (
-            f'<p class="note">First {MAX_HTML_ROWS} of {len(df):,} rows; '
+            f'<p class="note">First {MAX_HTML_ROWS} of {total:,} rows; '
             "<code>report.to_parquet()</code> writes them all.</p>"
         )
     return (
