@@ -338,7 +338,6 @@ def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
         for i, h in enumerate(MARKOUT_HORIZONS_S)
     ]
     fresh = "" if tolerance_ns is None else f"AND tg.t - tk.t <= {tolerance_ns}"
-    pivot = ", ".join(f"max(px.mid) FILTER (WHERE h = {i}) AS m{i}" for i in range(len(KINDS)))
     return f"""
     WITH tg AS ({" UNION ALL ".join(moments)}),
     -- backward: the last ticker at or before the moment, never a later one
@@ -355,9 +354,9 @@ def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
             ON tk.sid = k.sid AND tk.t = k.tick_t
         GROUP BY tk.sid, tk.t
     )
-    SELECT ok.row, {pivot}, max(px.spread_bp) FILTER (WHERE h = 0) AS spread
+    -- one row per (order, kind): set in place by the caller, no pivot by the engine
+    SELECT ok.row, ok.h, px.mid, px.spread_bp
     FROM ok JOIN px ON ok.sid = px.sid AND ok.tick_t = px.t
-    GROUP BY ok.row
     """
 
 
@@ -385,11 +384,15 @@ def market_mids(
         if ticks is None:
             return None
         lo, hi = window
-        # only the tickers of the window: a moment outside it reads none of them
+        # only the tickers of the window (a moment outside it reads none of them) with a
+        # price, read once and held by the engine (spilled under its limit)
         floor = "" if lo is None else f"t >= {lo} AND "
-        ticks = ticks._replace(relation=f"SELECT * FROM ({ticks.relation}) WHERE {floor}t <= {hi}")
+        con.execute(
+            f"CREATE TEMP TABLE window_ticks AS SELECT * FROM ({ticks.relation}) "
+            f"WHERE {floor}t <= {hi} AND mid > 0"
+        )
         names = con.execute(
-            f"SELECT DISTINCT symbol FROM ({ticks.relation}) WHERE symbol IS NOT NULL"
+            "SELECT DISTINCT symbol FROM window_ticks WHERE symbol IS NOT NULL"
         ).fetchnumpy()["symbol"]
         listed = pd.Series(np.asarray(names, dtype=object), dtype="str")
         # pairs compared without case or separators; one integer per pair for the join
@@ -412,17 +415,18 @@ def market_mids(
             "gaps",
             pa.table({"gs": pa.array(ticks.gap_start), "ge": pa.array(ticks.gap_end)}),
         )
-        # a view, read twice (the ASOF JOIN needs only pair and time), never held whole
+        # a view, read twice (the ASOF JOIN needs only pair and time)
         con.execute(
             "CREATE TEMP VIEW tk AS SELECT m.sid, r.t, r.mid, r.spread_bp, r.o1, r.o2, r.o3 "
-            f"FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol "
-            "WHERE r.mid > 0 AND r.t IS NOT NULL"
+            "FROM window_ticks r JOIN symbols m ON r.symbol = m.symbol"
         )
         got: pa.Table = con.sql(_join_sql(ticks, tolerance)).to_arrow_table()
     row = got.column("row").to_numpy()
+    kind = got.column("h").to_numpy()
+    mid = got.column("mid").to_numpy(zero_copy_only=False)
     mids = np.full((len(KINDS), len(po)), np.nan)
-    for i in range(len(KINDS)):
-        mids[i, row] = got.column(f"m{i}").to_numpy(zero_copy_only=False)
+    mids[kind, row] = mid
     spread = np.full(len(po), np.nan)
-    spread[row] = got.column("spread").to_numpy(zero_copy_only=False)
+    created = kind == 0
+    spread[row[created]] = got.column("spread_bp").to_numpy(zero_copy_only=False)[created]
     return Mids(mids, spread)
