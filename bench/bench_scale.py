@@ -30,8 +30,10 @@ Each measured run is a child process; its peak RSS is its ``VmHWM`` (imports inc
 - ``recording``: ``tk.scan_recording`` of a 2-hour window to a table, and ``tk.replay``
   of the same window; DuckDB: the window (ordered, for replay) over the same files.
 
-One line per measurement: what, size, median seconds (and every run), peak RSS GiB (the
-largest of the runs), and ours / DuckDB.
+One line per measurement: what, size, median seconds (and every run), median CPU seconds
+(user + system of the run's process and its children: on a shared machine the wall time
+moves with the load, the CPU time much less), the 1-minute load average before -> after
+the runs, peak RSS GiB (the largest of the runs), and ours / DuckDB.
 
 Sizes of issue 28: ``--orders 1000000 --ticks 8000000`` / ``50000000``, ``--orders
 3000000 --ticks 24000000``, ``--orders 10000000 --ticks 200000000``.
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -339,17 +342,33 @@ def child(op: str, data: Path, store: Path | None, market: bool) -> int:
     return 0
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for children and theirs."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def measure(op: str, data: Path, store: Path | None, market: bool) -> dict[str, Any]:
+    """One run of ``op`` in a child process: its result, wall seconds, peak RSS, and its
+    CPU seconds (the child's and its own children's: a worker pool counts)."""
     argv = [sys.executable, __file__, "--child", op, "--data", str(data)]
     if store is not None:
         argv += ["--store", str(store)]
     if not market:
         argv.append("--no-market")
+    cpu = _children_cpu()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{op} run failed:\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return result | {"cpu_seconds": _children_cpu() - cpu}
+
+
+def load_average() -> str:
+    """The 1-minute load average (a shared machine's times are read against it)."""
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def _names(text: str, allowed: Sequence[str], what: str) -> list[str]:
@@ -404,23 +423,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         for what, size in ops:
             medians: dict[str, float] = {}
             for side in sides:
+                load = load_average()
                 runs = [
                     measure(f"{what}:{side}", data, store, root is not None)
                     for _ in range(max(1, args.repeat))
                 ]
+                load += f"->{load_average()}"
                 seconds = sorted(float(r["seconds"]) for r in runs)
                 medians[side] = statistics.median(seconds)
+                cpu = statistics.median(float(r["cpu_seconds"]) for r in runs)
                 rss = max(float(r["peak_rss_gib"]) for r in runs)
                 ratio = (
                     f"  {medians['ours'] / medians['duckdb']:5.1f}x DuckDB"
                     if side == "duckdb" and "ours" in medians
                     else ""
                 )
-                said = {k: v for k, v in runs[-1].items() if k not in ("seconds", "peak_rss_gib")}
+                measured = ("seconds", "peak_rss_gib", "cpu_seconds")
+                said = {k: v for k, v in runs[-1].items() if k not in measured}
                 print(
                     f"{what:9s} {side:6s} {size:>34s}: {medians[side]:7.1f} s (median of "
-                    f"{len(runs)}: {', '.join(f'{x:.1f}' for x in seconds)}), "
-                    f"peak RSS {rss:5.2f} GiB{ratio}  {said}",
+                    f"{len(runs)}: {', '.join(f'{x:.1f}' for x in seconds)}), CPU "
+                    f"{cpu:.1f} s, load {load}, peak RSS {rss:5.2f} GiB{ratio}  {said}",
                     flush=True,
                 )
     return 0
