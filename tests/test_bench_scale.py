@@ -136,6 +136,8 @@ def test_the_benchmark_measures_each_work_against_duckdb(
         cpu = float(line.split(", CPU ")[1].split(" s,")[0])
         assert cpu > 0
         assert re.search(r", load \d+\.\d->\d+\.\d, peak RSS", line), line
+        tree = float(line.split("(with its workers ")[1].split(" GiB")[0])
+        assert tree > 0
     assert "'orders': 300" in said[("report", "ours")]
     assert "'orders': 300" in said[("report", "duckdb")]
     # the same rows on both sides
