@@ -11,7 +11,7 @@ from pathlib import Path
 
 import _pool_faults
 import pytest
-from _parts_cases import CASES, export, write_recording
+from _parts_cases import CASES, export, market_frame, write_recording
 from test_parts import assert_same, whole_set
 
 from toolkit.errors import InvalidRequest
@@ -106,3 +106,13 @@ def test_no_workers_runs_the_chunks_here(
     monkeypatch.setattr(_chunks, "CHUNK_WORK", _pool_faults.second_chunk_fails)
     with pytest.raises(InvalidRequest, match=rf"in process {os.getpid()}\)"):
         order_parts(folder, chunk_orders=1)
+
+
+@pytest.mark.usefixtures("pooled")
+def test_a_market_frame_in_memory_is_not_copied_into_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = export(next(c for c in CASES if c.name == "routing").frames(), tmp_path / "x")
+    monkeypatch.setattr(_chunks, "CHUNK_WORK", _pool_faults.second_chunk_fails)
+    with pytest.raises(InvalidRequest, match=rf"in process {os.getpid()}\)"):
+        order_parts(folder, market_frame(), chunk_orders=1)

@@ -347,7 +347,9 @@ def _out_of_core(
     from toolkit.report._quotes import counted_quote_problems, counted_usable
 
     names = ("orders", "trades", "evaluated_tickers")
-    workers = pool_workers(file_rows(found.files["orders"]), chunk_orders)
+    # a market frame in memory would be copied into every worker: its chunks run here
+    in_memory = isinstance(market, pd.DataFrame)
+    workers = 0 if in_memory else pool_workers(file_rows(found.files["orders"]), chunk_orders)
     # each worker holds a chunk: chunks of chunk_orders / workers keep about chunk_orders
     # orders in memory at a time, as in one process
     size = max(1, chunk_orders // workers) if workers else chunk_orders
