@@ -280,10 +280,11 @@ def order_parts(
     chunks of ``chunk_orders`` consecutive orders with their trades and quotes; each chunk
     goes through the per-order code with only the tickers of its time window, its parts
     written whole, then freed. The parts concatenated are the per-order table of the set.
-    From ``POOL_MIN_ORDERS`` (200,000) orders of several chunks, the chunks run in worker
-    processes (``$TOOLKIT_REPORT_WORKERS``, default 2 at most the cores; 0: none), each
-    chunk of ``chunk_orders`` / workers orders, handed over as files once the engine is
-    closed: about ``chunk_orders`` orders are in memory at a time, as in one process.
+    From ``POOL_MIN_ORDERS`` (200,000) orders of several chunks (and no market frame in
+    memory), the chunks run in worker processes (``$TOOLKIT_REPORT_WORKERS``, default 2
+    at most the cores; 0: none), each chunk of ``chunk_orders`` / workers orders, handed
+    over as files once the engine is closed: about ``chunk_orders`` orders are in memory
+    at a time, as in one process.
 
     Parameters
     ----------
