@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import _scale_inputs as scale
@@ -130,6 +131,13 @@ def test_the_benchmark_measures_each_work_against_duckdb(
         for side in ("ours", "duckdb")
     ]
     said = {tuple(line.split()[:2]): line for line in lines if " s (median of 1:" in line}
+    # the CPU seconds beside the wall time, and the load the runs met
+    for line in said.values():
+        cpu = float(line.split(", CPU ")[1].split(" s,")[0])
+        assert cpu > 0
+        assert re.search(r", load \d+\.\d->\d+\.\d, peak RSS", line), line
+        tree = float(line.split("(with its workers ")[1].split(" GiB")[0])
+        assert tree > 0
     assert "'orders': 300" in said[("report", "ours")]
     assert "'orders': 300" in said[("report", "duckdb")]
     # the same rows on both sides

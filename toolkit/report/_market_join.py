@@ -1,7 +1,7 @@
-"""The market join on the report's engine (DuckDB): per order the mid at creation, at its end
-and at each markout horizon, and the spread at creation, by ASOF JOIN of the orders' moments
-with a recording's tickers, read where they lie (Parquet) or registered (a frame), used only
-where the recording covers the moment without a gap."""
+"""The market join: per order the mid at creation, at its end and at each markout horizon,
+and the spread at creation, from a recording's tickers of the orders' time window, read by
+the report's engine (DuckDB) where they lie (Parquet) or registered (a frame), looked up in
+numpy (``_asof``), used only where the recording covers the moment without a gap."""
 
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ _REST_COLUMNS = [
     *("received_at", "connection_id", "seq", "channel", "symbol", "updated_at"),
     *("bid", "ask", "last", "kind", "gap_start", "gap_end"),
 ]
-# the order of rows a tie at one (pair, time) is settled by: the latest row read wins
-_LATEST = "o1 DESC, o2 DESC NULLS FIRST, o3 DESC NULLS FIRST"
 
 
 class TickLayout(NamedTuple):
@@ -299,66 +297,28 @@ def moment_window(po: pd.DataFrame, tolerance_ns: int | None) -> tuple[int | Non
     return (None if tolerance_ns is None else lo - tolerance_ns), int(max(highs))
 
 
-def _targets(po: pd.DataFrame, symbol_ids: pd.Series) -> pa.Table:
-    """One row per order: its position, pair id and the moments the join looks up."""
-    import pyarrow as pa
-
+def _moments(po: pd.DataFrame, pair_id: pd.Series) -> tuple[np.ndarray, ...]:
+    """Every moment the join looks up: (order position, kind in :data:`KINDS`, pair id or
+    -1, ns): creation, end, and each markout horizon after an executed order's anchor."""
     from toolkit.report._market import naive_ns
 
+    sid = np.asarray(pair_id.fillna(-1).to_numpy(dtype="float64"), dtype="int64")
     ended = po["endedAt"] if "endedAt" in po.columns else pd.Series(pd.NaT, index=po.index)
-    return pa.table(
-        {
-            "row": pa.array(np.arange(len(po), dtype="int64")),
-            "sid": pa.array(symbol_ids.to_numpy(dtype="float64"), from_pandas=True).cast(
-                pa.int64()
-            ),
-            "created": _ns(naive_ns(po["createdAt"])),
-            "ended": _ns(naive_ns(ended)),
-            "anchor": _ns(naive_ns(po["markout_anchor"])),
-            "executed": pa.array(po["executed"].to_numpy(dtype=bool)),
-        }
-    )
-
-
-def _join_sql(ticks: Ticks, tolerance_ns: int | None) -> str:
-    # no gap of the recording between the ticker used and the moment (none to look up
-    # in a recording without gaps)
-    ok = (
-        "SELECT hit.* FROM hit ASOF LEFT JOIN gaps g ON hit.t >= g.gs "
-        "WHERE g.ge IS NULL OR g.ge < hit.tick_t"
-        if len(ticks.gap_start)
-        else "SELECT * FROM hit"
-    )
-    moments = [
-        "SELECT row, sid, 0 AS h, created AS t FROM targets WHERE created IS NOT NULL",
-        "SELECT row, sid, 1 AS h, ended AS t FROM targets WHERE ended IS NOT NULL",
-    ] + [
-        f"SELECT row, sid, {2 + i} AS h, anchor + {int(h) * _NS} AS t FROM targets "
-        "WHERE executed AND anchor IS NOT NULL"
-        for i, h in enumerate(MARKOUT_HORIZONS_S)
-    ]
-    fresh = "" if tolerance_ns is None else f"AND tg.t - tk.t <= {tolerance_ns}"
-    pivot = ", ".join(f"max(px.mid) FILTER (WHERE h = {i}) AS m{i}" for i in range(len(KINDS)))
-    return f"""
-    WITH tg AS ({" UNION ALL ".join(moments)}),
-    -- backward: the last ticker at or before the moment, never a later one
-    hit AS MATERIALIZED (
-        SELECT tg.row, tg.h, tg.sid, tg.t, tk.t AS tick_t
-        FROM tg ASOF JOIN (SELECT sid, t FROM tk) tk ON tg.sid = tk.sid AND tg.t >= tk.t
-        WHERE tg.t BETWEEN {ticks.start} AND {ticks.end} {fresh}
-    ),
-    ok AS MATERIALIZED ({ok}),
-    px AS (
-        SELECT tk.sid, tk.t, first(tk.mid ORDER BY {_LATEST}) AS mid,
-               first(tk.spread_bp ORDER BY {_LATEST}) AS spread_bp
-        FROM tk SEMI JOIN (SELECT DISTINCT sid, tick_t FROM ok) k
-            ON tk.sid = k.sid AND tk.t = k.tick_t
-        GROUP BY tk.sid, tk.t
-    )
-    SELECT ok.row, {pivot}, max(px.spread_bp) FILTER (WHERE h = 0) AS spread
-    FROM ok JOIN px ON ok.sid = px.sid AND ok.tick_t = px.t
-    GROUP BY ok.row
-    """
+    anchor = naive_ns(po["markout_anchor"])
+    executed = po["executed"].to_numpy(dtype=bool) & ~np.isnat(anchor)
+    rows, kinds, times = [], [], []
+    for kind, at, has in (
+        (0, naive_ns(po["createdAt"]), None),
+        (1, naive_ns(ended), None),
+        *((2 + i, anchor, executed) for i in range(len(MARKOUT_HORIZONS_S))),
+    ):
+        ok = ~np.isnat(at) if has is None else has
+        rows.append(np.flatnonzero(ok))
+        kinds.append(np.full(int(ok.sum()), kind, dtype="int64"))
+        shift = 0 if kind < 2 else MARKOUT_HORIZONS_S[kind - 2] * _NS
+        times.append(at[ok].view("int64") + shift)
+    row = np.concatenate(rows)
+    return row, np.concatenate(kinds), sid[row], np.concatenate(times)
 
 
 def market_mids(
@@ -368,16 +328,15 @@ def market_mids(
 ) -> Mids | None:
     """The mids and arrival spreads of ``po``'s orders from ``market``; None when the
     market has no ticker the orders' pairs could use."""
-    import pyarrow as pa
-
+    from toolkit.report._asof import Latest, backward
     from toolkit.report._engine import connection
     from toolkit.report._market import symbol_key
 
+    tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
+    window = moment_window(po, tolerance)
+    if window is None:
+        return None
     with connection() as con:
-        tolerance = None if max_quote_age is None else round(max_quote_age * _NS)
-        window = moment_window(po, tolerance)
-        if window is None:
-            return None
         if isinstance(market, RecordingMarket):
             ticks = recording_ticks(con, market, window)
         else:
@@ -385,44 +344,41 @@ def market_mids(
         if ticks is None:
             return None
         lo, hi = window
-        # only the tickers of the window: a moment outside it reads none of them
+        # only the tickers of the window (a moment outside it reads none of them) with a
+        # price; the engine reads them where they lie, the lookup runs in numpy
         floor = "" if lo is None else f"t >= {lo} AND "
-        ticks = ticks._replace(relation=f"SELECT * FROM ({ticks.relation}) WHERE {floor}t <= {hi}")
-        names = con.execute(
-            f"SELECT DISTINCT symbol FROM ({ticks.relation}) WHERE symbol IS NOT NULL"
-        ).fetchnumpy()["symbol"]
-        listed = pd.Series(np.asarray(names, dtype=object), dtype="str")
-        # pairs compared without case or separators; one integer per pair for the join
-        keys = symbol_key(listed)
-        ids = {k: i for i, k in enumerate(pd.unique(keys))}
-        con.register(
-            "symbols",
-            pa.table(
-                {
-                    "symbol": pa.array(listed.to_numpy(dtype=object), pa.string()),
-                    "sid": pa.array(keys.map(ids).to_numpy(dtype="int64")),
-                }
-            ),
-        )
-        # each distinct pair of the orders keyed once, not once per order
-        pairs = pd.Series(pd.unique(po["symbol"].to_numpy(dtype=object)), dtype="str")
-        pair_ids = dict(zip(pairs, symbol_key(pairs).map(ids), strict=True))
-        con.register("targets", _targets(po, po["symbol"].map(pair_ids)))
-        con.register(
-            "gaps",
-            pa.table({"gs": pa.array(ticks.gap_start), "ge": pa.array(ticks.gap_end)}),
-        )
-        # a view, read twice (the ASOF JOIN needs only pair and time), never held whole
-        con.execute(
-            "CREATE TEMP VIEW tk AS SELECT m.sid, r.t, r.mid, r.spread_bp, r.o1, r.o2, r.o3 "
-            f"FROM ({ticks.relation}) r JOIN symbols m ON r.symbol = m.symbol "
-            "WHERE r.mid > 0 AND r.t IS NOT NULL"
-        )
-        got: pa.Table = con.sql(_join_sql(ticks, tolerance)).to_arrow_table()
-    row = got.column("row").to_numpy()
+        rows: pa.Table = con.sql(
+            f"SELECT symbol, t, mid, spread_bp, o1, o2, o3 FROM ({ticks.relation}) "
+            f"WHERE {floor}t <= {hi} AND mid > 0"
+        ).to_arrow_table()
+    names = pd.Series(_distinct_text(rows.column("symbol")), dtype="str")
+    # pairs compared without case or separators; one integer per pair
+    ids = {k: i for i, k in enumerate(pd.unique(symbol_key(names)))}
+    latest = Latest(rows, ids)
+    del rows
+    # each distinct pair of the orders keyed once, not once per order
+    pairs = pd.Series(pd.unique(po["symbol"].to_numpy(dtype=object)), dtype="str")
+    pair_ids = dict(zip(pairs, symbol_key(pairs).map(ids), strict=True))
+    row, kind, sid, t = _moments(po, po["symbol"].map(pair_ids))
+    found = backward(
+        latest,
+        sid,
+        t,
+        tolerance_ns=tolerance,
+        span=(ticks.start, ticks.end),
+        gaps=(ticks.gap_start, ticks.gap_end),
+    )
+    hit = found >= 0
     mids = np.full((len(KINDS), len(po)), np.nan)
-    for i in range(len(KINDS)):
-        mids[i, row] = got.column(f"m{i}").to_numpy(zero_copy_only=False)
+    mids[kind[hit], row[hit]] = latest.mid[found[hit]]
     spread = np.full(len(po), np.nan)
-    spread[row] = got.column("spread").to_numpy(zero_copy_only=False)
+    created = hit & (kind == 0)
+    spread[row[created]] = latest.spread_bp[found[created]]
     return Mids(mids, spread)
+
+
+def _distinct_text(column: Any) -> list[str]:
+    """The distinct present values of a text column, in the order first seen."""
+    import pyarrow.compute as pc
+
+    return [v for v in pc.unique(column.combine_chunks()).to_pylist() if v is not None]

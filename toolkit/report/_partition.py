@@ -65,6 +65,18 @@ def _checked(files: Sequence[Path]) -> tuple[pa.Schema, list[int]]:
     return schema.remove_metadata(), rows
 
 
+def file_rows(files: Sequence[Path]) -> int:
+    """The rows of ``files`` by their footers (0 when one is unreadable: the pass names
+    it as it reads it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    except (OSError, pa.ArrowException):
+        return 0
+
+
 def _source(
     con: duckdb.DuckDBPyConnection,
     name: str,
@@ -133,7 +145,7 @@ def partition(
 ) -> Partition:
     """Split the set of ``files`` (per table of :data:`CHUNKED`; ``orders`` needed) into
     chunks of ``chunk_orders`` consecutive kept orders, as the engine's tables
-    ``chunk_<table>`` (:func:`read_chunk` reads one chunk).
+    ``chunk_<table>`` (:func:`read_chunk_table` reads one chunk).
 
     An order id present more than once is kept at its latest ``updatedAt`` (else its last
     row), at that row's position, as ``deduplicate`` keeps it; a trade or quote goes with
@@ -238,21 +250,19 @@ def _table(con: duckdb.DuckDBPyConnection, name: str, query: str) -> None:
     con.execute(f"CREATE TEMP TABLE chunk_{name} AS {query} ORDER BY {CHUNK}, {ROW}")
 
 
-def read_chunk(
+def read_chunk_table(
     con: duckdb.DuckDBPyConnection, part: Partition, name: str, chunk: int
-) -> pd.DataFrame:
-    """The rows of table ``name`` in ``chunk``, in input order (an empty frame of its
-    columns when it has none; no table: an empty frame)."""
+) -> pa.Table | None:
+    """The rows of table ``name`` in ``chunk``, in input order, as Arrow (no rows: an
+    empty table of its columns as read; no table: None)."""
     schema = part.schemas.get(name)
     if schema is None:
-        return pd.DataFrame()
+        return None
     got: pa.Table = con.sql(
         f"SELECT * EXCLUDE ({CHUNK}, {ROW}) FROM chunk_{name} WHERE {CHUNK} = {int(chunk)} "
         f"ORDER BY {ROW}"
     ).to_arrow_table()
-    if got.num_rows == 0:
-        return schema.empty_table().to_pandas()
-    return got.to_pandas()
+    return schema.empty_table() if got.num_rows == 0 else got
 
 
 def drop_chunk(con: duckdb.DuckDBPyConnection, part: Partition, chunk: int) -> None:

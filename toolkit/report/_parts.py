@@ -19,8 +19,8 @@ from toolkit.errors import InvalidRequest
 from toolkit.report._stored_checks import StoredChecks
 
 if TYPE_CHECKING:  # pragma: no cover
+    from toolkit.report._chunks import ChunkOut
     from toolkit.report._market import MarketLike
-    from toolkit.report._per_order import Deduplicated
 
 __all__ = ["OrderParts", "order_parts", "parts_from_frames"]
 
@@ -72,6 +72,22 @@ class _Merge:
     reasons: list[pd.Series] = field(default_factory=list)
     orders: int = 0
 
+    def add(self, chunk: ChunkOut) -> None:
+        """The next chunk's parts and figures (chunks come in the set's order)."""
+        self.per_order.append(chunk.per_order)
+        if chunk.makers is not None:
+            self.makers.append(chunk.makers)
+        if chunk.quotes is not None:
+            self.quotes.append(chunk.quotes)
+        self.checks.append(chunk.checks)
+        for check, n, values in chunk.fields:
+            before, seen = self.fields.get(check, (0, []))
+            known = set(seen)
+            self.fields[check] = (before + n, seen + [v for v in values if v not in known])
+        if chunk.reasons is not None:
+            self.reasons.append(chunk.reasons)
+        self.orders += chunk.orders
+
 
 @contextmanager
 def _owned(folder: str | os.PathLike[str] | None) -> Iterator[Path]:
@@ -101,51 +117,15 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
         for f in table.schema
         if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
     ]
-    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, use_dictionary=labels))
-
-
-def _chunk(
-    d: Deduplicated,
-    quotes: pd.DataFrame | None,
-    market: MarketLike | None,
-    max_quote_age: float | None,
-    out: _Merge,
-    folder: Path,
-) -> None:
-    """One chunk of orders through the per-order code, its parts written, what the set's
-    figures need of it kept in ``out``."""
-    from toolkit.report._checks import conform_checks, frame_checks, order_field_problems
-    from toolkit.report._columns import NONE_LABEL, _text
-    from toolkit.report._fills import maker_by_order
-    from toolkit.report._per_order import order_metrics
-
-    i = len(out.per_order)
-    po = order_metrics(d, quotes, market, max_quote_age=max_quote_age)
-    found = frame_checks(po, d.orders, d.trades)
-    out.checks.append(
-        {
-            name: _write(conform_checks([rows]), folder / f"checks-{i:06d}-{k:02d}.parquet")
-            for k, (name, rows) in enumerate(found.items())
-        }
+    # parts live as long as their report: LZ4 (written and read faster than Snappy at
+    # the same size), and statistics only of the order id (read by ids, nothing else)
+    stats = ["orderId"] if "orderId" in table.schema.names else False
+    return atomic_write(
+        path,
+        lambda tmp: pq.write_table(
+            table, tmp, use_dictionary=labels, compression="lz4", write_statistics=stats
+        ),
     )
-    del found
-    for p in order_field_problems(po):
-        values = po.loc[p.rows, "side" if p.check.startswith("side") else "status"]
-        n, seen = out.fields.get(p.check, (0, []))
-        known = set(seen)
-        seen = seen + [v for v in pd.unique(values) if v not in known]
-        out.fields[p.check] = (n + len(values), seen)
-    if quotes is not None and len(quotes):
-        venue = _text(quotes, "exchange", NONE_LABEL).replace("", NONE_LABEL)
-        reason = _text(quotes, "reason")
-        out.reasons.append(pd.DataFrame({"exchange": venue, "reason": reason}).value_counts())
-    makers = maker_by_order(d.trades)
-    if len(makers):
-        out.makers.append(_write(makers.reset_index(), folder / f"makers-{i:06d}.parquet"))
-    if quotes is not None:
-        out.quotes.append(_write(quotes, folder / f"quotes-{i:06d}.parquet"))
-    out.per_order.append(_write(po, folder / f"per_order-{i:06d}.parquet"))
-    out.orders += len(po)
 
 
 def _contingencies(out: _Merge) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -229,6 +209,7 @@ def parts_from_frames(
     OrderParts
         Owning its temporary folder: :meth:`OrderParts.close` removes it.
     """
+    from toolkit.report._chunks import chunk_parts
     from toolkit.report._coverage import frame_notes
     from toolkit.report._per_order import deduplicate
     from toolkit.report._quotes import canonical_quotes, quote_problems
@@ -237,7 +218,7 @@ def parts_from_frames(
     with _owned(folder) as path:
         d = deduplicate(frames)
         out = _Merge()
-        _chunk(d, canonical_quotes(d), chosen, max_quote_age, out, path)
+        out.add(chunk_parts(d, canonical_quotes(d), chosen, max_quote_age, path, 0))
         return _finish(
             out,
             path,
@@ -306,6 +287,11 @@ def order_parts(
     chunks of ``chunk_orders`` consecutive orders with their trades and quotes; each chunk
     goes through the per-order code with only the tickers of its time window, its parts
     written whole, then freed. The parts concatenated are the per-order table of the set.
+    From ``POOL_MIN_ORDERS`` (200,000) orders of several chunks (and no market frame in
+    memory), the chunks run in worker processes (``$TOOLKIT_REPORT_WORKERS``, default 2
+    at most the cores; 0: none), each chunk of ``chunk_orders`` / workers orders, handed
+    over as files once the engine is closed: about ``chunk_orders`` orders are in memory
+    at a time, as in one process.
 
     Parameters
     ----------
@@ -329,8 +315,9 @@ def order_parts(
     Raises
     ------
     InvalidRequest
-        A source that is none of those, a bad ``chunk_orders``, a damaged or foreign file
-        (named); the temporary folder is then removed.
+        A source that is none of those, a bad ``chunk_orders`` or
+        ``$TOOLKIT_REPORT_WORKERS``, a damaged or foreign file (named), a worker process
+        that ended abruptly; the temporary folder is then removed, the workers reaped.
     """
     from toolkit.report._inputs import frames_source, set_files
 
@@ -355,39 +342,66 @@ def _out_of_core(
     chunk_orders: int,
     path: Path,
 ) -> OrderParts:
+    from toolkit.report._chunks import (
+        ChunkSetting,
+        ChunkTask,
+        pool_workers,
+        run_chunks,
+        spilled,
+    )
     from toolkit.report._engine import connection, memory_limit
     from toolkit.report._market_join import RecordingMarket, tick_layout
-    from toolkit.report._memory import half_limit, release_memory
-    from toolkit.report._partition import drop_chunk, partition, read_chunk
-    from toolkit.report._per_order import Deduplicated
-    from toolkit.report._quotes import canonical_quotes, counted_quote_problems, counted_usable
+    from toolkit.report._memory import half_limit
+    from toolkit.report._partition import drop_chunk, file_rows, partition, read_chunk_table
+    from toolkit.report._quotes import counted_quote_problems, counted_usable
 
+    names = ("orders", "trades", "evaluated_tickers")
+    # a market frame in memory would be copied into every worker: its chunks run here
+    in_memory = isinstance(market, pd.DataFrame)
+    workers = 0 if in_memory else pool_workers(file_rows(found.files["orders"]), chunk_orders)
+    # each worker holds a chunk: chunks of chunk_orders / workers keep about chunk_orders
+    # orders in memory at a time, as in one process
+    size = max(1, chunk_orders // workers) if workers else chunk_orders
+    out = _Merge()
     # the pass holds the chunks under half the engine's limit: each chunk's joins open a
     # connection of their own beside it, and both together stay within the limit's order
     with connection(half_limit(memory_limit())) as con:
-        part = partition(con, found.files, chunk_orders)
+        part = partition(con, found.files, size)
         if isinstance(market, RecordingMarket) and market.layout is None:
             # the recording's span, gaps and each file's moments, once for every chunk
             layout = tick_layout(con, market)
             market = market._replace(layout=layout) if layout is not None else None
         problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
         usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
-        out = _Merge()
-        for i in range(part.chunks):
-            trades = read_chunk(con, part, "trades", i)
-            if len(trades) and {"orderId", "id"} <= set(trades.columns):
-                trades = trades.drop_duplicates(["orderId", "id"], keep="last")
-                trades = trades.reset_index(drop=True)
-            et = read_chunk(con, part, "evaluated_tickers", i)
-            if len(et) and len(part.duplicates):
-                # the quotes of an order loaded twice are there twice
-                et = et.drop_duplicates(keep="last").reset_index(drop=True)
-            orders = read_chunk(con, part, "orders", i)
+        setting = ChunkSetting(
+            market, max_quote_age, found.quote_fields, part.duplicates, usable, path
+        )
+
+        def rows(i: int) -> list[Any]:
+            # one chunk read from the engine, forgotten there once read
+            got = [read_chunk_table(con, part, name, i) for name in names]
             drop_chunk(con, part, i)
-            d = Deduplicated(orders, trades, et, found.quote_fields, part.duplicates)
-            _chunk(d, canonical_quotes(d, usable=usable), market, max_quote_age, out, path)
-            del d, trades, et, orders
-            release_memory()  # what the chunk freed, before the next one grows
+            return got
+
+        if not workers or part.chunks < 2:
+            tasks = (ChunkTask(i, *rows(i)) for i in range(part.chunks))
+            run_chunks(setting, tasks, out.add, workers=0)
+            workers = 0
+        else:
+            # every chunk handed over as files, and the engine closed (its memory freed)
+            # before the workers start
+            files = [
+                ChunkTask(
+                    i,
+                    *(
+                        spilled(t, path / f"input-{name}-{i:06d}.arrow")
+                        for name, t in zip(names, rows(i), strict=True)
+                    ),
+                )
+                for i in range(part.chunks)
+            ]
+    if workers:
+        run_chunks(setting, files, out.add, workers=workers)
     return _finish(
         out,
         path,
