@@ -313,8 +313,7 @@ def breakdown_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
     engine (the same query; no order's row comes into memory)."""
     import pyarrow.parquet as pq
 
-    from toolkit.report._engine import connection, memory_limit
-    from toolkit.report._memory import half_limit
+    from toolkit.report._engine import connection
 
     paths = [p for p in paths if pq.ParquetFile(p).metadata.num_rows]
     if not paths:
@@ -333,7 +332,6 @@ def breakdown_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
     columns += ["CAST(executed AS BIGINT) AS executed", "1.0::DOUBLE AS _one"]
     columns += [number(n) for n in _NUMBERS]
     source = f"(SELECT {', '.join(columns)} FROM read_parquet([{listed}], union_by_name = true))"
-    # half the engine's limit: the tables' columns in pandas are beside it
-    with connection(half_limit(memory_limit())) as con:
+    with connection() as con:
         got: pa.Table = con.sql(_breakdown_sql(source)).to_arrow_table()
     return _conform(got.to_pandas(), BREAKDOWN_COLUMNS)

@@ -161,8 +161,7 @@ def maker_sums_of_parts(makers: Sequence[Path], per_order: Sequence[Path]) -> Ma
     makers or the orders)."""
     import pyarrow.parquet as pq
 
-    from toolkit.report._engine import connection, memory_limit
-    from toolkit.report._memory import half_limit
+    from toolkit.report._engine import connection
 
     # a part without makers (no trades) may lack the orderId column
     makers = [
@@ -189,8 +188,7 @@ def maker_sums_of_parts(makers: Sequence[Path], per_order: Sequence[Path]) -> Ma
         f'LEFT JOIN (SELECT "orderId", type, venue FROM read_parquet({files(per_order)}, '
         'union_by_name = true)) AS p ON m."orderId" = p."orderId" GROUP BY ALL'
     )
-    # half the engine's limit: the tables' columns in pandas are beside it
-    with connection(half_limit(memory_limit())) as con:
+    with connection() as con:
         got = con.sql(sql).to_arrow_table().to_pandas()
     return MakerSums(got)
 
