@@ -194,7 +194,13 @@ def report_ours(export: Path, root: Path | None) -> dict[str, object]:
     from toolkit.report import execution_report
 
     report = execution_report(export, root)
-    po = report["per_order"]
+    parts = getattr(report.tables, "parts", None)
+    if parts is not None:  # out of core: the three figures' columns only, not all 88
+        from toolkit.report._columnar import read_columns
+
+        po = read_columns(parts.per_order, ["orderId", "arrival_mid", "markout_60s_bp"])
+    else:
+        po = report["per_order"]
     return {
         "orders": len(po),
         "with_arrival": int(po["arrival_mid"].notna().sum()),
