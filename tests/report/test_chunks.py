@@ -52,14 +52,20 @@ def test_chunks_in_worker_processes_give_todays_tables(tmp_path: Path) -> None:
     assert multiprocessing.active_children() == []
 
 
+def _routing_export(tmp_path: Path) -> tuple[Path, Path]:
+    """The routing case exported, and an empty folder for its parts."""
+    folder = export(next(c for c in CASES if c.name == "routing").frames(), tmp_path / "x")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    return folder, parts
+
+
 @pytest.mark.usefixtures("pooled")
 def test_a_chunk_failing_in_a_worker_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = export(next(c for c in CASES if c.name == "routing").frames(), tmp_path / "x")
     monkeypatch.setattr(_chunks, "CHUNK_WORK", _pool_faults.second_chunk_fails)
-    parts = tmp_path / "parts"
-    parts.mkdir()
+    folder, parts = _routing_export(tmp_path)
     with pytest.raises(InvalidRequest, match="chunk 2 is broken") as caught:
         order_parts(folder, chunk_orders=1, folder=parts)
     # raised in a worker, given here as it was: one error, no pool machinery around it
@@ -73,10 +79,8 @@ def test_a_chunk_failing_in_a_worker_leaves_nothing(
 def test_a_worker_that_dies_is_said_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = export(next(c for c in CASES if c.name == "routing").frames(), tmp_path / "x")
     monkeypatch.setattr(_chunks, "CHUNK_WORK", _pool_faults.worker_dies)
-    parts = tmp_path / "parts"
-    parts.mkdir()
+    folder, parts = _routing_export(tmp_path)
     with pytest.raises(InvalidRequest, match=r"worker process .* ended abruptly"):
         order_parts(folder, chunk_orders=1, folder=parts)
     assert list(parts.iterdir()) == []
@@ -87,10 +91,8 @@ def test_a_worker_that_dies_is_said_and_leaves_nothing(
 def test_a_workers_setting_that_is_no_count_is_named(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = export(next(c for c in CASES if c.name == "routing").frames(), tmp_path / "x")
     monkeypatch.setenv(_chunks.WORKERS_ENV, text)
-    parts = tmp_path / "parts"
-    parts.mkdir()
+    folder, parts = _routing_export(tmp_path)
     with pytest.raises(InvalidRequest, match=rf"\$TOOLKIT_REPORT_WORKERS='{re.escape(text)}'"):
         order_parts(folder, chunk_orders=1, folder=parts)
     assert list(parts.iterdir()) == []
