@@ -205,7 +205,6 @@ def _in_worker(work: Callable[[ChunkSetting, ChunkTask], ChunkOut], task: ChunkT
     try:
         return work(_SETTING, task)
     finally:
-        del task
         _memory.release_memory()  # the worker's next chunk starts from what is left
 
 
