@@ -13,7 +13,7 @@ import pytest
 from _split_parts import split_parts
 from _tables_cases import CASES
 
-from toolkit.report import _metrics
+from toolkit.report import _columnar, _metrics
 from toolkit.report._columnar import (
     TABLE_COLUMNS,
     _Given,
@@ -33,14 +33,21 @@ def _quiet_all_tables(frames: Any, market: Any) -> tuple[dict[str, pd.DataFrame]
     return tables, [str(w.message) for w in seen if w.category is RuntimeWarning]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name", list(CASES))
-def test_tables_from_parts_equal_all_tables(name: str, tmp_path: Path) -> None:
+def test_tables_from_parts_equal_all_tables(
+    name: str, threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one table at a time (a budget nothing fits in) and two side by side
+    if threads == 1:
+        monkeypatch.setattr(_columnar, "TABLES_BUDGET", 0)
     frames, market = CASES[name]()
     want, said = _quiet_all_tables(frames, market)
     for n in (1, 3):  # one part (the whole set) and several
         folder = tmp_path / f"p{n}"
         folder.mkdir()
         parts = split_parts(frames, market, parts=n, folder=folder)
+        assert _columnar.table_threads(parts.orders) == threads
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             got = tables_from_parts(parts)
@@ -110,3 +117,16 @@ def test_maker_share_counts_an_order_without_a_venue_under_one_label() -> None:
     assert got.index.tolist() == ["(all)", "(none)", "v"]
     assert got["trades"].tolist() == [10, 7, 3]
     assert got.loc["(none)", "maker_cost_share"] == pytest.approx(5.0 / 7.0)
+
+
+def test_two_tables_side_by_side_only_while_their_columns_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    widest = max(len(c) for c in TABLE_COLUMNS.values())
+    fits = (_columnar.TABLES_BUDGET - 1) // (2 * widest * 16)
+    assert _columnar.table_threads(1_000_000) == 2  # 1M orders: side by side
+    assert _columnar.table_threads(fits) == 2
+    assert _columnar.table_threads(fits + 1) == 1
+    assert _columnar.table_threads(10_000_000) == 1  # 10M: one table's columns at a time
+    monkeypatch.setattr(_columnar.os, "cpu_count", lambda: 1)
+    assert _columnar.table_threads(1000) == 1

@@ -6,8 +6,10 @@ every order at once. The same table functions run on both, so the numbers are th
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -352,7 +354,8 @@ def read_columns(
     want = {n: PER_ORDER_COLUMNS.get(n, "float64") for n in names}
     tables = []
     for p in paths:
-        present = [n for n in names if n in _schema_names(p)]
+        have = set(_schema_names(p))
+        present = [n for n in names if n in have]
         filters = [("orderId", "in", list(ids))] if ids else None
         tables.append(pq.read_table(p, columns=present, filters=filters))
     if not tables:
@@ -397,7 +400,8 @@ def read_rows(
         n = pq.ParquetFile(p).metadata.num_rows
         mine = at[(at >= start) & (at < start + n)]
         if len(mine):
-            present = [c for c in names if c in _schema_names(p)]
+            have = set(_schema_names(p))
+            present = [c for c in names if c in have]
             tables.append(pq.read_table(p, columns=present).take(pa.array(mine - start)))
         start += n
     if not tables:
@@ -420,17 +424,36 @@ def worst_of_parts(paths: Sequence[Path]) -> pd.DataFrame:
     return worst_orders(read_rows(paths, top, TABLE_COLUMNS["worst_orders"]))
 
 
+#: the memory the tables step may hold in per-order columns at once: while two of the
+#: widest tables' columns fit in it, two tables are computed side by side (threads: the
+#: Parquet reads, the engine and most numeric work release the GIL), else one at a time
+TABLES_BUDGET = 1 << 30
+#: bytes one per-order value takes in memory, at most (a text: offsets and a few chars)
+_VALUE_BYTES = 16
+
+
+def table_threads(orders: int) -> int:
+    """The threads computing the tables of ``orders`` orders: 2 on a machine of several
+    cores while two of the widest tables' columns fit in :data:`TABLES_BUDGET`, else 1."""
+    widest = max(len(columns) for columns in TABLE_COLUMNS.values())
+    if (os.cpu_count() or 1) < 2 or 2 * widest * orders * _VALUE_BYTES >= TABLES_BUDGET:
+        return 1
+    return 2
+
+
 def tables_from_parts(
     parts: OrderParts, *, compare: Sequence[Period] | None = None
 ) -> CheckedTables:
     """Every table of the report (but ``per_order``) from the orders' parts on disk.
 
     Each table reads only the per-order columns :data:`TABLE_COLUMNS` declares for it,
-    one table at a time, so memory holds a few columns of every order, never all of
-    them; the maker shares read ``parts.makers`` for their table only; the data checks
-    stay on disk (``parts.checks``), followed by the slippage outliers (whose orderIds
-    alone are read): ``data_checks`` is read whole only when asked for. The warnings of
-    the build (``parts.warnings``) are issued again, as ``all_tables`` issues them.
+    one table at a time (two side by side, in threads, while their columns fit in
+    :data:`TABLES_BUDGET`: :func:`table_threads`), so memory holds a few columns of every
+    order, never all of them; the maker shares read ``parts.makers`` for their table
+    only; the data checks stay on disk (``parts.checks``), followed by the slippage
+    outliers (whose orderIds alone are read): ``data_checks`` is read whole only when
+    asked for. The warnings of the build (``parts.warnings``) are issued again, as
+    ``all_tables`` issues them.
 
     Parameters
     ----------
@@ -455,25 +478,31 @@ def tables_from_parts(
         "contingencies": parts.contingencies,
         "contingency_reasons": parts.contingency_reasons,
     }
-    for name, columns in TABLE_COLUMNS.items():
+
+    def one(name: str, columns: tuple[str, ...]) -> dict[str, pd.DataFrame | DataChecks]:
         if name == "breakdown":
             # the engine reads the parts where they lie: no column of every order here
-            out[name] = breakdown_of_parts(parts.per_order)
-            continue
+            return {name: breakdown_of_parts(parts.per_order)}
         if name == "worst_orders":
-            out[name] = worst_of_parts(parts.per_order)
-            release_memory()
-            continue
+            return {name: worst_of_parts(parts.per_order)}
         if name == "comparison" and not compare:
             columns = ()  # no periods: an empty table, nothing of the orders read
         po = read_columns(parts.per_order, columns)
         if name == "data_checks":
             found = slippage_outliers(po, ids)
             outliers = conform_checks(found) if found else empty(CHECK_COLUMNS)
-            out[name] = DataChecks(parts.checks, outliers)
-        else:
-            out.update(compute_table(name, po, given))
-        del po
+            return {name: DataChecks(parts.checks, outliers)}
+        return dict(compute_table(name, po, given))
+
+    threads = table_threads(parts.orders)
+    if threads < 2:
+        for name, columns in TABLE_COLUMNS.items():
+            out.update(one(name, columns))
+            release_memory()  # each table's columns given back before the next is read
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="report-table") as pool:
+            for got in pool.map(lambda item: one(*item), TABLE_COLUMNS.items()):
+                out.update(got)
         release_memory()
     return CheckedTables({n: out[n] for n in TABLE_ORDER if n in out})
 
