@@ -46,8 +46,9 @@ class ChunkSetting:
     folder: Path
 
 
-#: a chunk's rows of one table: as the engine gave them, or an Arrow IPC file of them
-#: (:func:`spilled`, read and removed by the worker); None: the set has no such table
+#: a chunk's rows of one table: a frame or table, or the folder of Parquet files the
+#: partition wrote (:func:`~toolkit.report._partition.read_chunk`, read and removed by
+#: the worker); None: the set has no such table
 Rows: TypeAlias = "pd.DataFrame | pa.Table | Path | None"
 
 
@@ -75,39 +76,19 @@ class ChunkOut:
     orders: int
 
 
-def spilled(rows: pa.Table | None, path: Path) -> Path | None:
-    """``rows`` as an Arrow IPC file at ``path`` (LZ4), whole or not at all: the very
-    columns and types the engine gave, for a worker to read (None: no table)."""
-    import pyarrow as pa
-
-    from toolkit._atomic import atomic_write
-
-    if rows is None:
-        return None
-
-    def write(tmp: Path) -> None:
-        options = pa.ipc.IpcWriteOptions(compression="lz4")
-        with (
-            pa.OSFile(str(tmp), "wb") as sink,
-            pa.ipc.new_file(sink, rows.schema, options=options) as writer,
-        ):
-            writer.write_table(rows)
-
-    return atomic_write(path, write)
-
-
 def _frame(rows: Rows) -> pd.DataFrame:
-    """A chunk's rows as a frame; a spilled file is read once and removed."""
+    """A chunk's rows as a frame; a chunk's folder is read once and removed."""
     if rows is None:
         return pd.DataFrame()
     if isinstance(rows, pd.DataFrame):
         return rows
     if isinstance(rows, Path):
-        import pyarrow as pa
+        import shutil
 
-        with pa.OSFile(str(rows), "rb") as source:
-            table = pa.ipc.open_file(source).read_all()
-        rows.unlink()
+        from toolkit.report._partition import read_chunk
+
+        table = read_chunk(rows)
+        shutil.rmtree(rows, ignore_errors=True)
         return table.to_pandas()
     return rows.to_pandas()
 

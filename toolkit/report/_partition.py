@@ -1,7 +1,8 @@
 """The partition pass of the out-of-core report: the engine (DuckDB) reads a set's order,
 trade and quote files where they lie, keeps each order id once as ``deduplicate`` does, and
-holds them in chunks of consecutive orders, each chunk with the trades and quotes of its
-orders (spilling to disk under its limit), so the per-order code runs on one at a time."""
+writes them in chunks of consecutive orders, each chunk with the trades and quotes of its
+orders, as Parquet folders (one pass per table, on every core, under its memory limit), so
+the per-order code runs on one chunk at a time, in any process (:func:`read_chunk`)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ ROW, CHUNK = "__n", "__chunk"
 
 @dataclass(frozen=True)
 class Partition:
-    """The chunks (the engine's tables ``chunk_<table>``) and what the pass learnt of the
-    whole set on the way."""
+    """The chunks (a folder per table and chunk, :func:`chunk_rows`) and what the pass
+    learnt of the whole set on the way."""
 
+    folder: Path  # <table>/__chunk=<i>/: the rows of that table in that chunk
     chunks: int
     orders: int  # kept (deduplicated) orders
     duplicates: pd.Series  # orderId -> rows dropped, as ``deduplicate`` counts them
@@ -142,10 +144,12 @@ def partition(
     con: duckdb.DuckDBPyConnection,
     files: Mapping[str, Sequence[Path]],
     chunk_orders: int,
+    folder: Path,
 ) -> Partition:
     """Split the set of ``files`` (per table of :data:`CHUNKED`; ``orders`` needed) into
-    chunks of ``chunk_orders`` consecutive kept orders, as the engine's tables
-    ``chunk_<table>`` (:func:`read_chunk_table` reads one chunk).
+    chunks of ``chunk_orders`` consecutive kept orders, written into ``folder`` (a new
+    one): a folder of Parquet files per table and chunk (:func:`chunk_rows` names one,
+    :func:`read_chunk` reads it in the input's order).
 
     An order id present more than once is kept at its latest ``updatedAt`` (else its last
     row), at that row's position, as ``deduplicate`` keeps it; a trade or quote goes with
@@ -162,6 +166,7 @@ def partition(
     from toolkit.report._per_order import MAKER_FIELDS, ORDER_FIELDS, TRADE_FIELDS
 
     schemas: dict[str, pa.Schema] = {}
+    folder.mkdir()
     try:
         schema = schemas["orders"] = _source(con, "orders", files["orders"], ORDER_FIELDS)
         has_id = "id" in schema.names
@@ -196,6 +201,7 @@ def partition(
         duplicates = _duplicates(con) if has_id else pd.Series(dtype="int64")
         _table(
             con,
+            folder,
             "orders",
             f"SELECT s.*, k.chunk AS {CHUNK} FROM src_orders s JOIN kept k ON k.n = s.{ROW}",
         )
@@ -210,6 +216,7 @@ def partition(
             # the order ids are unique among the kept orders: one chunk per trade or quote
             _table(
                 con,
+                folder,
                 name,
                 f"SELECT s.*, coalesce(k.chunk, {chunks - 1}) AS {CHUNK} FROM src_{name} s "
                 f"LEFT JOIN kept k ON k.key = {key if has_id else 'NULL'}",
@@ -218,7 +225,7 @@ def partition(
                 quote_rows, quote_counts = _counts(con, schema)
     except duckdb.Error as exc:
         raise InvalidRequest(f"the set's files could not be read: {exc}") from None
-    return Partition(chunks, kept, duplicates, schemas, quote_rows, quote_counts)
+    return Partition(folder, chunks, kept, duplicates, schemas, quote_rows, quote_counts)
 
 
 def _duplicates(con: duckdb.DuckDBPyConnection) -> pd.Series:
@@ -244,28 +251,35 @@ def _counts(con: duckdb.DuckDBPyConnection, schema: pa.Schema) -> tuple[int, dic
     return int(got[0]), {n: int(v) for n, v in zip(names, got[1:], strict=True)}
 
 
-def _table(con: duckdb.DuckDBPyConnection, name: str, query: str) -> None:
-    """The rows of ``query`` as the engine's table ``chunk_<name>``, by chunk and input
-    position: a chunk is then a range of it (the engine spills it under its limit)."""
-    con.execute(f"CREATE TEMP TABLE chunk_{name} AS {query} ORDER BY {CHUNK}, {ROW}")
+def _table(con: duckdb.DuckDBPyConnection, folder: Path, name: str, query: str) -> None:
+    """The rows of ``query`` written as ``folder/<name>/__chunk=<i>/`` Parquet files, one
+    folder per chunk (a chunk without rows: none), in no particular order: each row
+    carries its input position (:func:`read_chunk` restores the order)."""
+    target = os.fspath(folder / name).replace("'", "''")
+    con.execute(
+        f"COPY ({query}) TO '{target}' "
+        f"(FORMAT parquet, PARTITION_BY ({CHUNK}), COMPRESSION lz4_raw)"
+    )
 
 
-def read_chunk_table(
-    con: duckdb.DuckDBPyConnection, part: Partition, name: str, chunk: int
-) -> pa.Table | None:
-    """The rows of table ``name`` in ``chunk``, in input order, as Arrow (no rows: an
-    empty table of its columns as read; no table: None)."""
+def chunk_rows(part: Partition, name: str, chunk: int) -> Path | pa.Table | None:
+    """The rows of table ``name`` in ``chunk``: the folder of its files (for
+    :func:`read_chunk`), an empty table of the columns as read when the chunk has no such
+    rows, None when the set has no such table."""
     schema = part.schemas.get(name)
     if schema is None:
         return None
-    got: pa.Table = con.sql(
-        f"SELECT * EXCLUDE ({CHUNK}, {ROW}) FROM chunk_{name} WHERE {CHUNK} = {int(chunk)} "
-        f"ORDER BY {ROW}"
-    ).to_arrow_table()
-    return schema.empty_table() if got.num_rows == 0 else got
+    path = part.folder / name / f"{CHUNK}={int(chunk)}"
+    return path if path.is_dir() else schema.empty_table()
 
 
-def drop_chunk(con: duckdb.DuckDBPyConnection, part: Partition, chunk: int) -> None:
-    """Forget the input rows of ``chunk`` (its per-order parts are written)."""
-    for name in part.schemas:
-        con.execute(f"DELETE FROM chunk_{name} WHERE {CHUNK} = {int(chunk)}")
+def read_chunk(path: Path) -> pa.Table:
+    """A chunk's rows of one table (a folder :func:`partition` wrote) in input order,
+    without the pass's own column."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    if ROW in table.column_names:
+        table = table.take(pc.sort_indices(table.column(ROW))).drop_columns([ROW])
+    return table

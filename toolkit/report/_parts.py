@@ -290,8 +290,8 @@ def order_parts(
     From ``POOL_MIN_ORDERS`` (200,000) orders of several chunks (and no market frame in
     memory), the chunks run in worker processes (``$TOOLKIT_REPORT_WORKERS``, default 2
     at most the cores; 0: none), each chunk of ``chunk_orders`` / workers orders, handed
-    over as files once the engine is closed: about ``chunk_orders`` orders are in memory
-    at a time, as in one process.
+    over as the files the engine wrote (it is closed by then): about ``chunk_orders``
+    orders are in memory at a time, as in one process.
 
     Parameters
     ----------
@@ -342,17 +342,11 @@ def _out_of_core(
     chunk_orders: int,
     path: Path,
 ) -> OrderParts:
-    from toolkit.report._chunks import (
-        ChunkSetting,
-        ChunkTask,
-        pool_workers,
-        run_chunks,
-        spilled,
-    )
+    from toolkit.report._chunks import ChunkSetting, ChunkTask, pool_workers, run_chunks
     from toolkit.report._engine import connection, memory_limit
     from toolkit.report._market_join import RecordingMarket, tick_layout
     from toolkit.report._memory import half_limit
-    from toolkit.report._partition import drop_chunk, file_rows, partition, read_chunk_table
+    from toolkit.report._partition import chunk_rows, file_rows, partition
     from toolkit.report._quotes import counted_quote_problems, counted_usable
 
     names = ("orders", "trades", "evaluated_tickers")
@@ -363,45 +357,24 @@ def _out_of_core(
     # orders in memory at a time, as in one process
     size = max(1, chunk_orders // workers) if workers else chunk_orders
     out = _Merge()
-    # the pass holds the chunks under half the engine's limit: each chunk's joins open a
-    # connection of their own beside it, and both together stay within the limit's order
+    # the pass holds its work under half the engine's limit: each chunk's joins open a
+    # connection of their own, and both together stay within the limit's order
+    inputs = path / "input"
     with connection(half_limit(memory_limit())) as con:
-        part = partition(con, found.files, size)
+        part = partition(con, found.files, size, inputs)
         if isinstance(market, RecordingMarket) and market.layout is None:
             # the recording's span, gaps and each file's moments, once for every chunk
             layout = tick_layout(con, market)
             market = market._replace(layout=layout) if layout is not None else None
-        problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
-        usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
-        setting = ChunkSetting(
-            market, max_quote_age, found.quote_fields, part.duplicates, usable, path
-        )
-
-        def rows(i: int) -> list[Any]:
-            # one chunk read from the engine, forgotten there once read
-            got = [read_chunk_table(con, part, name, i) for name in names]
-            drop_chunk(con, part, i)
-            return got
-
-        if not workers or part.chunks < 2:
-            tasks = (ChunkTask(i, *rows(i)) for i in range(part.chunks))
-            run_chunks(setting, tasks, out.add, workers=0)
-            workers = 0
-        else:
-            # every chunk handed over as files, and the engine closed (its memory freed)
-            # before the workers start
-            files = [
-                ChunkTask(
-                    i,
-                    *(
-                        spilled(t, path / f"input-{name}-{i:06d}.arrow")
-                        for name, t in zip(names, rows(i), strict=True)
-                    ),
-                )
-                for i in range(part.chunks)
-            ]
-    if workers:
-        run_chunks(setting, files, out.add, workers=workers)
+    # the chunks are files now, the engine closed (its memory freed) before they run
+    problems = counted_quote_problems(part.quote_rows, part.quote_counts, found.quote_fields)
+    usable = counted_usable(part.quote_rows, part.quote_counts, found.quote_fields)
+    setting = ChunkSetting(market, max_quote_age, found.quote_fields, part.duplicates, usable, path)
+    tasks = (
+        ChunkTask(i, *(chunk_rows(part, name, i) for name in names)) for i in range(part.chunks)
+    )
+    run_chunks(setting, tasks, out.add, workers=workers if part.chunks > 1 else 0)
+    shutil.rmtree(inputs, ignore_errors=True)  # each chunk's inputs went with it; the rest
     return _finish(
         out,
         path,
