@@ -26,6 +26,11 @@ def test_a_chunk_written_out_of_order_is_read_in_input_order(tmp_path: Path) -> 
     assert got.column("id").to_pylist() == ["a", "b", "c", "d"]
 
 
+def _read(rows: object) -> list[str]:
+    assert isinstance(rows, Path)  # a chunk with rows is a folder
+    return list(read_chunk(rows).column("id").to_pylist())
+
+
 def _export(tmp_path: Path) -> dict[str, list[Path]]:
     orders = pa.table({"id": ["o1", "o2", "o3", "o2"], "status": ["closed"] * 4})
     # trades of o1 and o3 only (chunk 1 has none), written in an order of their own
@@ -43,12 +48,9 @@ def test_each_chunk_of_each_table_is_a_folder(tmp_path: Path) -> None:
     with connection() as con:
         part = partition(con, files, 1, tmp_path / "chunks")
     assert part.chunks == 3 and part.orders == 3  # o2 kept once, at its last row
-    ids = [read_chunk(chunk_rows(part, "orders", i)).column("id").to_pylist() for i in range(3)]
-    assert ids == [["o1"], ["o3"], ["o2"]]
-    first = chunk_rows(part, "trades", 0)
-    assert isinstance(first, Path)
-    assert read_chunk(first).column("id").to_pylist() == ["t1"]
-    assert read_chunk(chunk_rows(part, "trades", 1)).column("id").to_pylist() == ["t3", "t4"]
+    assert [_read(chunk_rows(part, "orders", i)) for i in range(3)] == [["o1"], ["o3"], ["o2"]]
+    assert _read(chunk_rows(part, "trades", 0)) == ["t1"]
+    assert _read(chunk_rows(part, "trades", 1)) == ["t3", "t4"]
     # no trade in chunk 2, no quote at all: empty tables of the columns as read
     for name, i in (("trades", 2), ("evaluated_tickers", 0)):
         empty = chunk_rows(part, name, i)
