@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import _pool_faults
+import pandas as pd
 import pytest
 from _parts_cases import CASES, export, market_frame, write_recording
 from test_parts import assert_same, whole_set
@@ -118,3 +119,21 @@ def test_a_market_frame_in_memory_is_not_copied_into_workers(
     monkeypatch.setattr(_chunks, "CHUNK_WORK", _pool_faults.second_chunk_fails)
     with pytest.raises(InvalidRequest, match=rf"in process {os.getpid()}\)"):
         order_parts(folder, market_frame(), chunk_orders=1)
+
+
+def test_a_workers_engine_runs_on_one_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the pool runs a process per core: a worker's engine on every core would contend
+    from toolkit.report import _engine
+    from toolkit.report._chunks import ChunkSetting
+
+    monkeypatch.setattr(_engine, "THREADS", None)  # both restored after the test
+    monkeypatch.setattr(_chunks, "_SETTING", None)
+    with _engine.connection() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (os.cpu_count(),)
+    setting = ChunkSetting(None, 60.0, None, pd.Series(dtype="int64"), True, tmp_path)
+    _chunks._start_worker(setting)  # as a worker process starts
+    assert _engine.THREADS == 1
+    with _engine.connection() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)

@@ -177,6 +177,10 @@ _SETTING: ChunkSetting | None = None
 def _start_worker(setting: ChunkSetting) -> None:
     global _SETTING
     _SETTING = setting
+    from toolkit.report import _engine
+
+    # the pool runs a worker per core: each one's engine on one thread, not on all of them
+    _engine.THREADS = 1
     # the per-order code imported before the first chunk arrives
     import toolkit.report._per_order  # noqa: F401
 

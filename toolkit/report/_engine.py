@@ -1,5 +1,6 @@
-"""The report's out-of-core engine: a DuckDB connection that runs on every core and spills
-to a temporary folder under a memory limit, over Parquet files or registered frames."""
+"""The report's out-of-core engine: a DuckDB connection that runs on every core (on one in
+a chunk worker: :data:`THREADS`) and spills to a temporary folder under a memory limit,
+over Parquet files or registered frames."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_MEMORY_LIMIT = "2GB"
 #: the environment variable that overrides it (``TOOLKIT_REPORT_MEMORY=6GB``)
 MEMORY_ENV = "TOOLKIT_REPORT_MEMORY"
+
+
+#: the threads of each connection (None: one per core); a report's chunk worker sets 1,
+#: as its pool already runs a process per core (more would only contend for them)
+THREADS: int | None = None
 
 
 def memory_limit() -> str:
@@ -53,7 +59,7 @@ def connection(limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
             con = duckdb.connect(
                 ":memory:",
                 config={
-                    "threads": os.cpu_count() or 1,
+                    "threads": THREADS or os.cpu_count() or 1,
                     "memory_limit": chosen,
                     "temp_directory": spill,
                     # row order is ours to state (ORDER BY), so DuckDB need not keep it
