@@ -255,9 +255,8 @@ def _table(con: duckdb.DuckDBPyConnection, folder: Path, name: str, query: str) 
     """The rows of ``query`` written as ``folder/<name>/__chunk=<i>/`` Parquet files, one
     folder per chunk (a chunk without rows: none), in no particular order: each row
     carries its input position (:func:`read_chunk` restores the order)."""
-    target = os.fspath(folder / name).replace("'", "''")
     con.execute(
-        f"COPY ({query}) TO '{target}' "
+        f"COPY ({query}) TO {_listed([folder / name])} "
         f"(FORMAT parquet, PARTITION_BY ({CHUNK}), COMPRESSION lz4_raw)"
     )
 

@@ -374,7 +374,8 @@ def _out_of_core(
         ChunkTask(i, *(chunk_rows(part, name, i) for name in names)) for i in range(part.chunks)
     )
     run_chunks(setting, tasks, out.add, workers=workers if part.chunks > 1 else 0)
-    shutil.rmtree(inputs, ignore_errors=True)  # each chunk's inputs went with it; the rest
+    # each chunk's folders went with it (its worker removed them): the empty rest goes now
+    shutil.rmtree(inputs, ignore_errors=True)
     return _finish(
         out,
         path,
