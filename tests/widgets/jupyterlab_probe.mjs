@@ -10,8 +10,10 @@
 // (@jupyterlab/apputils-extension:themes), start a Chromium on a profile of its own (under
 // config.profile), open the theme's copy of the notebook in a workspace of its own and wait
 // until the page shows that theme (it has read its settings, so the next theme can be
-// written). Then, all pages at once: make sure the file browser is open, wait for the idle
-// kernel, Run > Run All Cells from the menu bar, sample the views' layout every 100 ms while
+// written). Then, all pages at once: make sure the file browser is open, wait until the
+// notebook's session has a connected, idle kernel (window.jupyterapp, which the server
+// exposes for this), Run > Run All Cells from the menu bar (a JupyterLab dialog over the
+// page is recorded; "Select Kernel" gets its default, any other ends the run), sample the views' layout every 100 ms while
 // the cells run (a problem seen for 300 ms or more counts: a user sees it) until every cell
 // has run (or one failed) and both views say "stopped", then scroll each view into sight,
 // wait for its last flashes to fade, check it once more and screenshot the window.
@@ -162,6 +164,32 @@ async function open(context, theme, result) {
   return page;
 }
 
+// A JupyterLab dialog open over the page (it takes every click): each is kept in
+// result.dialogs (title, text, buttons, when) with a screenshot. "Select Kernel" (asked
+// when Run All lands before the session has settled on a kernel) is answered as an
+// analyst would, with its default, the notebook's own kernel; any other one ends the run
+// with its text, at once, not after a click's 30 s timeout.
+async function dialogs(page, theme, result) {
+  const open = await page.evaluate(() =>
+    [...document.querySelectorAll(".jp-Dialog")].map((d) => ({
+      title: (d.querySelector(".jp-Dialog-header") || d).textContent.trim().slice(0, 200),
+      text: (d.querySelector(".jp-Dialog-body") || d).textContent.trim().slice(0, 500),
+      buttons: [...d.querySelectorAll(".jp-Dialog-button")].map((b) => b.textContent.trim()),
+    })),
+  );
+  if (!open.length) return;
+  const shot = `${config.shots}/jupyterlab_${theme.name}_dialog${result.dialogs.length + 1}.png`;
+  await page.screenshot({ path: shot }).catch(() => {});
+  result.shots.push(shot);
+  result.dialogs.push(...open.map((d) => ({ ...d, atMs: elapsed() })));
+  if (open.length === 1 && open[0].title === "Select Kernel") {
+    await page.click(".jp-Dialog .jp-Dialog-button.jp-mod-accept");
+    await page.waitForSelector(".jp-Dialog", { state: "detached", timeout: config.timeoutMs });
+    return;
+  }
+  throw new Error(`JupyterLab opened a dialog: ${JSON.stringify(open)}`);
+}
+
 async function run(page, theme, result) {
   const t = { timeout: config.timeoutMs };
   const step = (name) => (result.steps[name] = elapsed());
@@ -174,7 +202,16 @@ async function run(page, theme, result) {
   }
   await fileBrowser.waitFor({ state: "visible", ...t });
   step("fileBrowser");
-  await page.waitForSelector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator[data-status='idle']", t);
+  // the notebook's own session has a kernel, connected and idle (the toolbar's execution
+  // indicator is no proof: it reads "idle" before any kernel is there, its default; the
+  // server exposes the app as window.jupyterapp for this)
+  await page.waitForFunction(() => {
+    const app = window.jupyterapp;
+    const panel = app && [...app.shell.widgets("main")].find((w) => w.sessionContext);
+    const context = panel && panel.sessionContext;
+    const kernel = context && context.isReady && context.session && context.session.kernel;
+    return Boolean(kernel && kernel.connectionStatus === "connected" && kernel.status === "idle");
+  }, null, t);
   step("kernelIdle");
   await page.evaluate(installChecks);
   result.shell = await page.evaluate(() => {
@@ -195,11 +232,15 @@ async function run(page, theme, result) {
   };
   result.runAllClicks = 0;
   for (let attempt = 0; attempt < 3 && !(await started()); attempt++) {
+    await dialogs(page, theme, result);
     await page.click(".lm-MenuBar-itemLabel:text-is('Run')");
     await page.click(".lm-Menu-itemLabel:text-is('Run All Cells')");
     result.runAllClicks += 1;
     const until = elapsed() + 30000;
-    while (elapsed() < until && !(await started())) await page.waitForTimeout(100);
+    while (elapsed() < until && !(await started())) {
+      await dialogs(page, theme, result);
+      await page.waitForTimeout(100);
+    }
   }
   result.ranAtMs = elapsed();
 
@@ -225,6 +266,7 @@ async function run(page, theme, result) {
       for (const key of [...since.keys()]) if (!seen.has(key)) since.delete(key);
       result.transient = Math.max(result.transient, since.size);
     }
+    await dialogs(page, theme, result);
     if (now) {
       result.prompts = now.prompts;
       result.errors = now.errors;
@@ -328,7 +370,7 @@ try {
     const result = {
       theme: theme.label, steps: {}, pageErrors: [], consoleErrors: [], samples: 0, transient: 0,
       maxRows: {}, maxButtons: {}, liveProblems: [], finalProblems: [], final: {}, shots: [],
-      prompts: [], errors: [], status: [], error: null,
+      prompts: [], errors: [], status: [], dialogs: [], error: null,
     };
     out.pages[theme.name] = result;
     const context = await browser(theme);

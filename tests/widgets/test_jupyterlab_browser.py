@@ -119,6 +119,8 @@ def _lab(tmp: Path, port: int, token: str, settings: Path, log: Path) -> subproc
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.extension_manager=readonly",
+                # window.jupyterapp: the probe waits for the notebook's kernel itself
+                "--LabApp.expose_app_in_browser=True",
             ],
             cwd=tmp / "root",
             env=env,
@@ -228,6 +230,9 @@ def test_notebook02_in_jupyterlab_light_and_dark_at_1280px(tmp_path: Path) -> No
     assert set(result["pages"]) == set(THEMES), list(result["pages"])
     for theme, page in result["pages"].items():
         context = f"{theme}: " + json.dumps(page, indent=1)[:6000]
+        if page["error"] is not None:
+            server = (ARTEFACTS / "jupyterlab_02.log").read_text(errors="replace")
+            context += "\nthe server's log ends:\n" + server[-2500:]
         assert page["error"] is None, context
         assert page["pageErrors"] == [], context
         assert page["errors"] == [], context  # no cell raised

@@ -310,6 +310,34 @@ def test_columns_do_not_move_when_a_timeline_grows(ev: Any, clock: Any) -> None:
         assert view._grid == grid and slot.html.layout.min_width == width
 
 
+def test_a_long_quantity_or_price_widens_its_columns_which_never_narrow(
+    ev: Any, clock: Any
+) -> None:
+    """JupyterLab clipped an amount of "181.36312525" (12 characters in a column for 10):
+    each number column fits the longest text shown so far, the header's too."""
+    view = OrderStatusView([], clock=clock, autostart=False)
+    mins = lambda: [float(m) for m in re.findall(r"minmax\(([\d.]+)em", view._grid)]  # noqa: E731
+    start = mins()
+    big = ev.order("l-1", "OPEN", 1_000)
+    big.order.update(amount="181.36312525", filled="0", limitPrice="1234567.891")
+    view.apply(big)
+    view.repaint(force=True)
+    wide = mins()
+    assert wide[6] == wide[7] >= 0.61 * len("181.36312525") + 0.4 > start[6]
+    assert wide[5] == wide[8] >= 0.61 * len("1,234,567.89") + 0.4 > start[5]
+    assert wide[:5] == start[:5] and wide[9:] == start[9:]
+    assert view._grid in view._header.html.value
+    slot = view.slot_for("l-1")
+    assert slot is not None and "181.36312525" in slot.html.value
+    # a short one later (or the long one gone) moves nothing
+    small = ev.order("l-2", "OPEN", 2_000)
+    small.order.update(amount="0.5", limitPrice="10")
+    view.apply(small)
+    view.apply(ev.order("l-1", "CANCELLED", 3_000))
+    view.repaint(force=True)
+    assert mins() == wide
+
+
 def test_the_lines_above_the_rows_keep_their_height(ev: Any, clock: Any) -> None:
     """Seen in Chromium: arming a Cancel lengthened the counts line, the filter bar wrapped
     and every row moved down under the pointer. The counts have a line of their own, one

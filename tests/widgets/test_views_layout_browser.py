@@ -101,6 +101,10 @@ def _views(ev: Any) -> tuple[TickerView, OrderStatusView]:
     orders.apply(ev.order("m-000881-aa01", "pending", now - 5_000, type_="market"))
     orders.apply(ev.order("m-000881-aa01", "closed", now - 4_000, type_="market"))
     orders.apply(ev.order("l-000004-4002", "OPEN", 1_790_000_000_000))  # another day
+    wide = ev.order("l-000005-4002", "OPEN", now - 6_000)
+    # numbers wider than the columns' least (JupyterLab clipped "181.36312525")
+    wide.order.update(amount="12345.12345678", filled="181.36312525", limitPrice="1234567.89")
+    orders.apply(wide)
     for i in range(4):
         orders.apply(ev.order(f"l-00{i}310-open", "OPEN", now - 3_000 + i))
     orders.apply(ev.order("l-000777-trig", "OPEN", now - 2_000))
@@ -181,10 +185,10 @@ def test_views_fit_without_clipping_in_both_themes(ev: Any, theme: str, width: i
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["error"] is None, result["error"]
     assert not result["pageErrors"] and not result["blocked"], result
-    # everything rendered: 4 pairs and the error row; 8 orders; Cancel on the OPEN ones
+    # everything rendered: 4 pairs and the error row; 9 orders; Cancel on the OPEN ones
     assert result["counts"]["tickerRows"] == 5
-    assert result["counts"]["orderRows"] == 8
-    assert result["counts"]["buttons"] == 4
+    assert result["counts"]["orderRows"] == 9
+    assert result["counts"]["buttons"] == 5
     # the output area is what JupyterLab leaves at 1,280 px with the file browser open
     left, right = result["area"]
     if width == WIDTH:

@@ -62,18 +62,21 @@ _CHAR_EM = 0.61
 TIMELINE_CHARS = len("+9 → PROCESSING → CANCELLING")
 
 
-def order_grid(id_chars: int = 13) -> tuple[str, float]:
+def order_grid(id_chars: int = 13, price_chars: int = 10, qty_chars: int = 10) -> tuple[str, float]:
     """The grid of the order rows and its narrowest width (em of the table's font). The
-    first column fits ids of ``id_chars`` characters (the longest shown so far), the
-    timeline the longest condensed timeline and the last column ``when``'s fixed-width
-    time, so nothing is cut, every row lines up and no column moves when what a row shows
-    changes. Narrower than that, the view scrolls sideways; its Cancel cell comes first."""
+    first column fits ids of ``id_chars`` characters, the prices ``price_chars`` and the
+    quantities ``qty_chars`` (the longest shown so far), the timeline the longest condensed
+    timeline and the last column ``when``'s fixed-width time, so nothing is cut, every row
+    lines up and no column moves when what a row shows changes. Narrower than that, the
+    view scrolls sideways; its Cancel cell comes first."""
     id_em = max(8.0, 0.62 * id_chars + 0.4)
     timeline_em = _CHAR_EM * TIMELINE_CHARS + 0.4
     updated_em = _CHAR_EM * WHEN_CHARS + 0.4
-    # a quantity to 8 decimals ("0.00064994") and a price ("351,234.56") fit whole
-    qty_em = _CHAR_EM * 10 + 0.6
-    mins = (id_em, 7.0, 5.3, 2.6, 3.9, 6.6, qty_em, qty_em, 6.6, timeline_em, updated_em)
+    # at least a quantity to 8 decimals ("0.00064994") and a price ("351,234.56") fit
+    # whole; "181.36312525" or "1,234,567.89" widen their columns
+    qty_em = _CHAR_EM * max(qty_chars, 10) + 0.6
+    price_em = max(6.6, _CHAR_EM * price_chars + 0.5)
+    mins = (id_em, 7.0, 5.3, 2.6, 3.9, price_em, qty_em, qty_em, price_em, timeline_em, updated_em)
     weights = (1.2, 0.6, 0.5, 0.3, 0.4, 0.7, 0.6, 0.6, 0.7, 2.0, 1.0)
     columns = " ".join(f"minmax({m:.1f}em, {w}fr)" for m, w in zip(mins, weights, strict=True))
     return grid(columns), sum(mins) + 0.5 * (len(mins) - 1)

@@ -35,6 +35,35 @@ def timeline(book: Any, state: Any, loaded_at: int | None) -> tuple[str, str, st
     return shown, text, "\n".join(full)
 
 
+def number_texts(order: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """An order's limit price, amount, filled and average price as its row shows them
+    (no average before anything executed)."""
+    average = order.get("average")
+    if average in (None, ""):
+        average = order.get("price")
+    if _zero(average):
+        average = None  # nothing executed yet: no average price
+    return (
+        price_text(order.get("limitPrice")),
+        qty_text(order.get("amount")),
+        qty_text(order.get("filled")),
+        price_text(average),
+    )
+
+
+def widths(before: tuple[int, int, int], shown: Sequence[Any]) -> tuple[int, int, int]:
+    """The characters the id, price and quantity columns fit: ``before`` grown to the
+    longest of ``shown``'s (at least 13, 10 and 10). They only grow: a shorter text later
+    does not move the other columns."""
+    ids, prices, qtys = (max(w, least) for w, least in zip(before, (13, 10, 10), strict=True))
+    for state in shown:
+        limit, amount, filled, average = number_texts(state.order)
+        ids = max(ids, len(state.order_id))
+        prices = max(prices, len(limit), len(average))
+        qtys = max(qtys, len(amount), len(filled))
+    return ids, prices, qtys
+
+
 def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool) -> str:
     """One order's row of the grid ``grid``, with its timeline ``steps``."""
     order: Mapping[str, Any] = state.order
@@ -45,19 +74,8 @@ def row_html(state: Any, grid: str, steps: tuple[str, str, str], *, pinned: bool
         if pinned
         else f"<span title='{oid}'>{oid}</span>"
     )
-    average = order.get("average")
-    if average in (None, ""):
-        average = order.get("price")
-    if _zero(average):
-        average = None  # nothing executed yet: no average price
     cells = "".join(
-        f"<span class='tk-num'>{html.escape(text)}</span>"
-        for text in (
-            price_text(order.get("limitPrice")),
-            qty_text(order.get("amount")),
-            qty_text(order.get("filled")),
-            price_text(average),
-        )
+        f"<span class='tk-num'>{html.escape(text)}</span>" for text in number_texts(order)
     )
     return (
         f"<div class='tk-orow tk-grid tk-view' style='{grid}' data-order='{oid}'>"

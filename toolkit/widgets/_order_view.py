@@ -31,7 +31,7 @@ from toolkit.widgets._order_format import (
 from toolkit.widgets._order_guard import CancelGuard
 from toolkit.widgets._order_slot import OrderButtons
 from toolkit.widgets._order_slot import OrderSlot as _Slot
-from toolkit.widgets._order_table import counts_html, orders_frame, row_html, timeline
+from toolkit.widgets._order_table import counts_html, orders_frame, row_html, timeline, widths
 from toolkit.widgets._sources import aiter_events, describe_source, is_client
 from toolkit.widgets._theme import STYLE
 from toolkit.widgets._throttle import Clock
@@ -179,7 +179,7 @@ class OrderStatusView(LiveView, CancelPart):
         self._layout: list[str] | None = None
         self._relayout = False
         self._guard_timer: asyncio.TimerHandle | None = None
-        self._id_chars = 0
+        self._widths = (13, 10, 10)  # the id, price and quantity columns' characters
         self._shown_total = (0, 0)
 
         # on a line of its own, one line high: what it says never moves the rows
@@ -448,7 +448,7 @@ class OrderStatusView(LiveView, CancelPart):
             return
         self._grid = grid
         # the Cancel cell fits "Confirm cancel <id>" in the widgets' font
-        action = f"0 0 {0.6 * (15 + max(self._id_chars, 13)) + 2.5:.1f}em"
+        action = f"0 0 {0.6 * (15 + self._widths[0]) + 2.5:.1f}em"
         # the table's font is 0.92 of the widgets' (see _theme)
         for slot in (self._header, *self._slots):
             slot.html.layout.min_width = f"calc({width_em + 0.5:.1f}em * 0.92)"
@@ -461,9 +461,8 @@ class OrderStatusView(LiveView, CancelPart):
     def _paint(self) -> None:
         self._changed = False
         shown, total = self._rows()
-        # the id column only grows: a shorter id later does not move the other columns
-        self._id_chars = max(self._id_chars, *(len(s.order_id) for s in shown), 13)
-        self._set_grid(order_grid(self._id_chars))
+        self._widths = widths(self._widths, shown)
+        self._set_grid(order_grid(*self._widths))
         for slot, state in zip(self._slots, shown, strict=False):
             self._fill(slot, state)
         for slot in self._slots[len(shown) :]:
