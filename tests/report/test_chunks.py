@@ -19,6 +19,7 @@ from toolkit.errors import InvalidRequest
 from toolkit.report import _chunks
 from toolkit.report._inputs import export_frames
 from toolkit.report._parts import order_parts
+from toolkit.report._scratch import LOCK
 
 
 @pytest.fixture
@@ -47,7 +48,8 @@ def test_chunks_in_worker_processes_give_todays_tables(tmp_path: Path) -> None:
         assert_same(parts, want)
         # the chunks' inputs handed to the workers as files are gone, the parts stay
         assert parts.folder is not None
-        assert not [p for p in parts.folder.iterdir() if not p.name.endswith(".parquet")]
+        left = [p.name for p in parts.folder.iterdir() if not p.name.endswith(".parquet")]
+        assert left == [LOCK]  # and the file that says the parts are in use
     finally:
         parts.close()
     assert multiprocessing.active_children() == []

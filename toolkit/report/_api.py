@@ -4,7 +4,6 @@ orders as pandas tables, matplotlib figures, a notebook view, HTML and Parquet."
 from __future__ import annotations
 
 import os
-import shutil
 import weakref
 from collections.abc import Mapping, MutableMapping, Sequence
 from datetime import UTC, datetime
@@ -37,6 +36,7 @@ from toolkit.report._orders_on_disk import (
 )
 from toolkit.report._parts import OrderParts
 from toolkit.report._robust import Period
+from toolkit.report._scratch import remove
 from toolkit.report._shown import shown
 from toolkit.report._stored_checks import CheckedTables, DataChecks
 from toolkit.report._svg import figure_svg, ink
@@ -165,7 +165,7 @@ class ExecutionReport:
         # reading per_order from the parts) outlive a report dropped at once
         # (``execution_report(path).tables``); removed at exit at the latest
         self._close = (
-            weakref.finalize(parts, shutil.rmtree, parts.folder, True)
+            weakref.finalize(parts, remove, parts.folder, parts.owner)
             if parts is not None and parts.folder is not None
             else None
         )

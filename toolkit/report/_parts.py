@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from toolkit.errors import InvalidRequest
+from toolkit.report._scratch import Owner, make, remove
 from toolkit.report._stored_checks import StoredChecks
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,9 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolkit.report._market import MarketLike
 
 __all__ = ["OrderParts", "order_parts", "parts_from_frames"]
-
-#: the prefix of the temporary folder of a set's parts
-PREFIX = "toolkit-parts-"
 
 
 @dataclass
@@ -50,10 +47,13 @@ class OrderParts:
     orders: int  # rows of per_order in total
     folder: Path | None  # a temporary folder owning the files (None: nothing to remove)
 
+    # the lock that says this process still uses ``folder`` (see _scratch)
+    owner: Owner | None = field(default=None, repr=False)
+
     def close(self) -> None:
         """Remove :attr:`folder` and every part in it (again: nothing)."""
         if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            remove(self.folder, self.owner)
             self.folder = None
 
 
@@ -90,16 +90,17 @@ class _Merge:
 
 
 @contextmanager
-def _owned(folder: str | os.PathLike[str] | None) -> Iterator[Path]:
-    """A fresh folder for the parts (in ``folder``, else the system's temporary one),
-    removed when the block fails: nothing is left behind."""
+def _owned(folder: str | os.PathLike[str] | None) -> Iterator[tuple[Path, Owner]]:
+    """A fresh folder for the parts (in ``folder``, else the system's temporary one), held
+    by this process (``_scratch``: a killed report's folder goes at the next report's
+    start), removed when the block fails: nothing is left behind."""
     if folder is not None and not Path(folder).is_dir():
         raise InvalidRequest(f"no folder {folder} for the report's parts")
-    path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=folder))
+    path, owner = make(folder)
     try:
-        yield path
+        yield path, owner
     except BaseException:
-        shutil.rmtree(path, ignore_errors=True)
+        remove(path, owner)
         raise
 
 
@@ -152,6 +153,7 @@ def _contingencies(out: _Merge) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _finish(
     out: _Merge,
     folder: Path,
+    owner: Owner,
     *,
     quote_problems: Sequence[tuple[str, str]],
     duplicates: pd.Series,
@@ -180,6 +182,7 @@ def _finish(
         warnings=messages,
         orders=out.orders,
         folder=folder,
+        owner=owner,
     )
 
 
@@ -215,13 +218,14 @@ def parts_from_frames(
     from toolkit.report._quotes import canonical_quotes, quote_problems
 
     chosen = _market(market)
-    with _owned(folder) as path:
+    with _owned(folder) as (path, owner):
         d = deduplicate(frames)
         out = _Merge()
         out.add(chunk_parts(d, canonical_quotes(d), chosen, max_quote_age, path, 0))
         return _finish(
             out,
             path,
+            owner,
             quote_problems=quote_problems(frames),
             duplicates=d.duplicate_orders,
             coverage=frame_notes(frames),
@@ -331,8 +335,8 @@ def order_parts(
         frames = frames_source(source)
         return parts_from_frames(frames, market, max_quote_age=max_quote_age, folder=folder)
     chosen = _market(market)
-    with _owned(folder) as path:
-        return _out_of_core(found, chosen, max_quote_age, chunk_orders, path)
+    with _owned(folder) as (path, owner):
+        return _out_of_core(found, chosen, max_quote_age, chunk_orders, path, owner)
 
 
 def _out_of_core(
@@ -341,6 +345,7 @@ def _out_of_core(
     max_quote_age: float | None,
     chunk_orders: int,
     path: Path,
+    owner: Owner,
 ) -> OrderParts:
     from toolkit.report._chunks import ChunkSetting, ChunkTask, pool_workers, run_chunks
     from toolkit.report._engine import connection, memory_limit
@@ -379,6 +384,7 @@ def _out_of_core(
     return _finish(
         out,
         path,
+        owner,
         quote_problems=problems,
         duplicates=part.duplicates,
         coverage=found.coverage,
