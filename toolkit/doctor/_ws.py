@@ -16,6 +16,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.protocol import State
 
+from toolkit._aio import wait_for
 from toolkit.doctor import _shapes as sh
 from toolkit.doctor._probe import LimitExceeded, Probe
 from toolkit.doctor._rest import observe_orders
@@ -84,7 +85,7 @@ async def probe_refusal(pr: Probe) -> None:
         return
     code = None
     try:
-        await asyncio.wait_for(ws.recv(), pr.timeout)
+        await wait_for(ws.recv(), pr.timeout)
     except ConnectionClosed as exc:
         if too_big(exc) is not None:  # our own close 1009 is no refusal
             raise _too_large(pr.max_message_bytes) from None

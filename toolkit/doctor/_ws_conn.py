@@ -16,6 +16,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from toolkit._aio import wait_for
 from toolkit.stream._limits import MIN_SILENCE_S, Close
 
 #: new connections after closes by the service, at most, in one doctor run
@@ -57,7 +58,7 @@ class _Conn:
 
     async def _next(self, timeout: float) -> dict[str, Any] | None:
         try:
-            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+            raw = await wait_for(self.ws.recv(), timeout)
         except TimeoutError:
             return None
         try:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolkit._aio import wait_for
 from toolkit.profile import ServiceProfile
 from toolkit.recording._conversion import convert_segment
 from toolkit.recording._writer import ClosedSegment, RecordingWriter
@@ -178,7 +179,7 @@ class ConverterProcess:
         )
         assert self._proc.stdout is not None
         try:
-            line = await asyncio.wait_for(self._proc.stdout.readline(), timeout)
+            line = await wait_for(self._proc.stdout.readline(), timeout)
         except TimeoutError:
             line = b""
         if line.strip() != b"ready":

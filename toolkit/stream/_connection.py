@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
+from toolkit._aio import wait_for
 from toolkit.errors import AuthenticationError, ToolkitError, TransportError, redact_url
 from toolkit.profile import ServiceProfile
 from toolkit.stream._channels import Backoff, Confirmation, PendingRequest, classify_reply
@@ -278,7 +279,7 @@ class _ConnectionKeeping:
         tasks = [t for t in (conn.pinger, conn.reader) if t is not None]
         if graceful:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.ws.close(), 2.0)
+                await wait_for(conn.ws.close(), 2.0)
         else:
             conn.ws.transport.abort()
         current = asyncio.current_task()

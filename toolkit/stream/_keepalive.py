@@ -23,6 +23,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
+from toolkit._aio import wait_for
 from toolkit.errors import (
     AuthenticationError,
     InvalidRequest,
@@ -283,7 +284,7 @@ async def act(
         await conn.ws.send(json.dumps(request.message()))
         conn.last_sent = loop.time()
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), max(deadline - loop.time(), 0.0))
+            return await wait_for(asyncio.shield(fut), max(deadline - loop.time(), 0.0))
         except TimeoutError:
             if cut_on_timeout:
                 _log.warning(

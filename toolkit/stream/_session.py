@@ -20,6 +20,7 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
+from toolkit._aio import wait_for
 from toolkit.errors import InvalidRequest, ToolkitError, TransportError, redact_url
 from toolkit.profile import DEFAULT_PROFILE, ServiceProfile
 from toolkit.profile._learned import Learned
@@ -297,7 +298,7 @@ class StreamSession(_ConnectionKeeping):
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         """Wait until a connection is up with its subscriptions restored."""
-        await asyncio.wait_for(self._ready.wait(), timeout)
+        await wait_for(self._ready.wait(), timeout)
 
     async def subscribe(self, channel: str, **data: Any) -> str:
         """Subscribe to ``channel`` and wait for the confirmation; returns its key.
@@ -425,7 +426,7 @@ class StreamSession(_ConnectionKeeping):
                 remaining = deadline - asyncio.get_running_loop().time()
                 try:
                     if not self._ready.is_set():
-                        await asyncio.wait_for(self._wait_ready(), max(remaining, 0.0))
+                        await wait_for(self._wait_ready(), max(remaining, 0.0))
                 except TimeoutError:
                     raise ConfirmationTimeout(
                         f"{action} {channel}: no connection within {self._confirm_timeout} s"
