@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolkit"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_lazy": set(),
+    "_aio": set(),  # wait_for that keeps a cancel (3.11's asyncio.wait_for loses it)
     "_atomic": {"errors"},  # WriteError, InvalidRequest
     "protocol": {"errors"},
     "profile": {"errors", "protocol"},
@@ -82,10 +83,12 @@ ALLOWED: dict[str, set[str]] = {
         "_lazy",
     },
 }
-# every layer that writes a file writes it through toolkit._atomic (whole or not at all)
+# every layer that writes a file writes it through toolkit._atomic (whole or not at all);
+# every layer that waits with a timeout may use toolkit._aio
 for _unit in ALLOWED:
-    if _unit not in {"errors", "_lazy", "_atomic"}:
+    if _unit not in {"errors", "_lazy", "_atomic", "_aio"}:
         ALLOWED[_unit].add("_atomic")
+        ALLOWED[_unit].add("_aio")
 MAX_LINES = 600
 
 
