@@ -13,10 +13,11 @@
 // written). Then, all pages at once: make sure the file browser is open, wait until the
 // notebook's session has a connected, idle kernel (window.jupyterapp, which the server
 // exposes for this), Run > Run All Cells from the menu bar (a JupyterLab dialog over the
-// page is recorded; "Select Kernel" gets its default, any other ends the run), sample the views' layout every 100 ms while
-// the cells run (a problem seen for 300 ms or more counts: a user sees it) until every cell
-// has run (or one failed) and both views say "stopped", then scroll each view into sight,
-// wait for its last flashes to fade, check it once more and screenshot the window.
+// page is recorded; "Select Kernel" gets its default, any other ends the run), sample the
+// views' layout every 100 ms while the cells run (a problem seen for 300 ms or more
+// counts: a user sees it) until every cell has run (or one failed) and both views say
+// "stopped", then scroll each view into sight, wait for its last flashes to fade, check it
+// once more and screenshot the window.
 //
 // A view's cell, badge, outcome, status or control fails when it lies outside its output
 // area or the notebook's visible width, or when its text is clipped (scrollWidth >
